@@ -1,0 +1,7 @@
+//! Label and field selectors: parsing (apimachinery grammar) and matching.
+
+pub mod field;
+pub mod label;
+
+pub use field::{field_values, FieldSelector};
+pub use label::LabelSelector;
