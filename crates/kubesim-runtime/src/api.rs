@@ -1,0 +1,131 @@
+//! The [`Api`]: how components reach objects, whether the API server is in
+//! the same process or across the network. Request options mirror the query
+//! parameters of the Kubernetes API so both transports mean the same thing.
+
+use futures::stream::BoxStream;
+use kubesim_core::patch::PatchType;
+use kubesim_core::ApiError;
+use serde_json::Value;
+
+/// Names a served resource: group, version and plural (`apps`, `v1`, `deployments`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceRef {
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+}
+
+impl ResourceRef {
+    pub fn new(group: &str, version: &str, plural: &str) -> Self {
+        ResourceRef {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+        }
+    }
+    pub fn core(plural: &str) -> Self {
+        Self::new("", "v1", plural)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListOptions {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<i64>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    pub allow_bookmarks: bool,
+    pub send_initial_events: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    #[default]
+    Strict,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+    /// None: the server default (Strict for kubectl, which always sends it;
+    /// upstream's default when absent is Warn).
+    pub field_validation: Option<FieldValidation>,
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    /// Background, Foreground or Orphan.
+    pub propagation_policy: Option<String>,
+    pub orphan_dependents: Option<bool>,
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+    pub dry_run: bool,
+}
+
+/// A watch event as components see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchEvent {
+    Added(Value),
+    Modified(Value),
+    Deleted(Value),
+    /// The resourceVersion the watch has reached.
+    Bookmark(String),
+    Error(ApiError),
+}
+
+/// Object access for controllers, schedulers and emulated kubelets.
+#[async_trait::async_trait]
+pub trait Api: Send + Sync {
+    async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError>;
+    /// A list object (`items`, `metadata.resourceVersion`, `metadata.continue`).
+    async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError>;
+    async fn create(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError>;
+    /// Replaces the object, or with `subresource` = `status` only its status.
+    async fn update(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        obj: Value,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError>;
+    #[allow(clippy::too_many_arguments)]
+    async fn patch(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        name: &str,
+        kind: PatchType,
+        body: Vec<u8>,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError>;
+    /// The object (still present, being deleted) or a Success Status.
+    async fn delete(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Value, ApiError>;
+    async fn watch(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        opts: &ListOptions,
+    ) -> Result<BoxStream<'static, WatchEvent>, ApiError>;
+}

@@ -1,0 +1,87 @@
+//! The one place that reads time.
+//!
+//! Components ask a [`Clock`] for `now()` and sleep through it. The clock
+//! counts from an epoch with tokio's monotonic instant, so the same code runs
+//! in real time (epoch = the wall clock at start) and in simulated time (a
+//! paused tokio runtime, which jumps to the next timer when all tasks idle).
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+#[derive(Clone, Debug)]
+pub struct Clock {
+    epoch: Timestamp,
+    start: tokio::time::Instant,
+    simulated: bool,
+}
+
+impl Clock {
+    /// Real time: `now()` follows the system clock.
+    pub fn wall() -> Self {
+        Clock {
+            epoch: Timestamp::now(),
+            start: tokio::time::Instant::now(),
+            simulated: false,
+        }
+    }
+
+    /// Simulated time starting at `epoch`; must run on a tokio runtime with
+    /// time paused, so that sleeping advances time instead of waiting.
+    pub fn simulated(epoch: Timestamp) -> Self {
+        Clock {
+            epoch,
+            start: tokio::time::Instant::now(),
+            simulated: true,
+        }
+    }
+
+    pub fn is_simulated(&self) -> bool {
+        self.simulated
+    }
+
+    /// The current time, for timestamps written into objects.
+    pub fn now(&self) -> Timestamp {
+        let elapsed = self.start.elapsed();
+        self.epoch
+            .checked_add(jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX))
+            .unwrap_or(Timestamp::MAX)
+    }
+
+    /// A monotonic instant, for measuring latencies.
+    pub fn instant(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now()
+    }
+
+    pub async fn sleep(&self, d: Duration) {
+        tokio::time::sleep(d).await
+    }
+
+    pub async fn sleep_until(&self, at: tokio::time::Instant) {
+        tokio::time::sleep_until(at).await
+    }
+
+    /// Runs `fut` for at most `d`; None when the time ran out.
+    pub async fn timeout<F: std::future::Future>(&self, d: Duration, fut: F) -> Option<F::Output> {
+        tokio::time::timeout(d, fut).await.ok()
+    }
+
+    pub fn interval(&self, period: Duration) -> tokio::time::Interval {
+        let mut i = tokio::time::interval(period);
+        i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn simulated_time_jumps() {
+        let epoch: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let c = Clock::simulated(epoch);
+        c.sleep(Duration::from_secs(3600)).await;
+        assert_eq!(c.now().to_string(), "2026-01-01T01:00:00Z");
+    }
+}
