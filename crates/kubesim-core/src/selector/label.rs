@@ -32,3 +32,9 @@ impl LabelSelector {
         self.matches(&|k| labels.get(k).map(String::as_str))
     }
 }
+
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, _f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Ok(())
+    }
+}

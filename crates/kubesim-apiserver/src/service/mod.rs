@@ -1,0 +1,126 @@
+//! The verbs of the Kubernetes API, independent of HTTP.
+//!
+//! The HTTP handlers and the in-process [`Api`](kubesim_runtime::Api) both
+//! call these functions, so a controller in the same process and kubectl
+//! across the network get exactly the same behaviour.
+
+pub mod attrs;
+mod bootstrap;
+mod crd;
+mod delete;
+mod read;
+mod special;
+mod subresource;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kubesim_core::{ApiError, Registry, ResourceInfo};
+use kubesim_runtime::{Clock, Rng};
+use kubesim_store::{Record, Store, StoreError};
+use serde_json::{Map, Value};
+
+pub use read::{ListResult, RvMatch};
+pub use watch::{WatchFrame, WatchRequest};
+
+/// Who is asking and how, for bookkeeping (managedFields, metrics).
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    pub user_agent: String,
+}
+
+pub struct Server {
+    pub registry: Registry,
+    pub store: Arc<dyn Store>,
+    pub clock: Clock,
+    pub rng: Rng,
+    pub(crate) ips: parking_lot::Mutex<special::IpAllocator>,
+}
+
+impl Server {
+    pub fn new(store: Arc<dyn Store>, clock: Clock, rng: Rng) -> Arc<Self> {
+        let s = Arc::new(Server {
+            registry: Registry::new(),
+            store,
+            clock,
+            rng,
+            ips: parking_lot::Mutex::new(special::IpAllocator::default()),
+        });
+        s.load_custom_resources();
+        s
+    }
+
+    /// Resolves `group/version/plural`, or 404 as the real server answers.
+    pub fn resource(&self, group: &str, version: &str, plural: &str) -> Result<Arc<ResourceInfo>, ApiError> {
+        self.registry
+            .get(group, version, plural)
+            .ok_or_else(ApiError::path_not_found)
+    }
+
+    pub(crate) fn now_string(&self) -> String {
+        kubesim_core::meta::format_time(self.clock.now())
+    }
+}
+
+/// The store key of an object: `ns/name`, or `name` when cluster-scoped.
+pub fn object_key(resource: &ResourceInfo, ns: &str, name: &str) -> String {
+    if resource.namespaced() {
+        format!("{ns}/{name}")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The key range prefix of a namespace (empty: every object).
+pub fn namespace_prefix(resource: &ResourceInfo, ns: &str) -> String {
+    if resource.namespaced() && !ns.is_empty() {
+        format!("{ns}/")
+    } else {
+        String::new()
+    }
+}
+
+pub(crate) fn decode(rec: &Record) -> Result<Value, ApiError> {
+    serde_json::from_slice(&rec.bytes)
+        .map_err(|e| ApiError::internal(format!("stored object is corrupt: {e}")))
+}
+
+/// Serializes an object with `apiVersion`, `kind`, `metadata` first, the
+/// order the real server writes.
+pub(crate) fn encode(obj: &Value) -> Bytes {
+    if let Value::Object(m) = obj {
+        let mut out = Map::with_capacity(m.len());
+        for k in ["apiVersion", "kind", "metadata"] {
+            if let Some(v) = m.get(k) {
+                out.insert(k.to_string(), v.clone());
+            }
+        }
+        for (k, v) in m {
+            if !matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+        return Bytes::from(serde_json::to_vec(&Value::Object(out)).unwrap_or_default());
+    }
+    Bytes::from(serde_json::to_vec(obj).unwrap_or_default())
+}
+
+pub(crate) fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::Expired { requested, oldest } => {
+            ApiError::expired(format!("too old resource version: {requested} ({oldest})"))
+        }
+        StoreError::TooLarge { requested, current } => ApiError::timeout(format!(
+            "Too large resource version: {requested}, current: {current}"
+        )),
+        StoreError::Backend(m) => ApiError::internal(m),
+    }
+}
+
+/// Parses a resourceVersion string; 400 for anything but a decimal number.
+pub(crate) fn parse_rv(rv: &str) -> Result<u64, ApiError> {
+    rv.parse::<u64>()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
+}

@@ -1,0 +1,189 @@
+//! watch: initial events, selector transitions, bookmarks, timeouts, and
+//! streaming lists (`sendInitialEvents`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kubesim_core::{meta, ApiError, Cause, ResourceInfo};
+use kubesim_runtime::ListOptions;
+use kubesim_store::{Event, EventType};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::attrs::Filter;
+use super::read::{parse_filter, rv_match, RvMatch};
+use super::{encode, namespace_prefix, store_error, Server};
+
+/// How often an idle watch that asked for bookmarks gets one.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+
+/// One frame of a watch stream; objects stay serialized.
+#[derive(Debug, Clone)]
+pub enum WatchFrame {
+    Event { kind: &'static str, object: Bytes },
+    /// Progress notification at `rev`; `initial_end` marks the end of a
+    /// streaming list's initial events.
+    Bookmark { rev: u64, initial_end: bool },
+    Error(ApiError),
+}
+
+pub struct WatchRequest {
+    pub resource: Arc<ResourceInfo>,
+    pub namespace: String,
+    pub opts: ListOptions,
+}
+
+struct Plan {
+    filter: Filter,
+    prefix: String,
+    /// Objects to send as ADDED before live events.
+    initial: Vec<Bytes>,
+    initial_end: bool,
+    from: u64,
+}
+
+impl Server {
+    fn plan_watch(&self, req: &WatchRequest) -> Result<Plan, ApiError> {
+        let opts = &req.opts;
+        let filter = parse_filter(&req.resource, opts)?;
+        let prefix = namespace_prefix(&req.resource, &req.namespace);
+        let rv = opts.resource_version.as_deref().unwrap_or("");
+        let streaming = opts.send_initial_events == Some(true);
+        if opts.send_initial_events.is_some() {
+            let mut causes = Vec::new();
+            if opts.resource_version_match.as_deref() != Some("NotOlderThan") {
+                causes.push(Cause::forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                ));
+            }
+            if streaming && !opts.allow_bookmarks {
+                causes.push(Cause::forbidden("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"));
+            }
+            if !causes.is_empty() {
+                return Err(ApiError::invalid("ListOptions", "meta.k8s.io", "", causes));
+            }
+        } else if opts.resource_version_match.as_deref().is_some_and(|m| !m.is_empty()) {
+            return Err(ApiError::invalid("ListOptions", "meta.k8s.io", "", vec![Cause::forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")]));
+        }
+        let with_initial = streaming || (opts.send_initial_events.is_none() && (rv.is_empty() || rv == "0"));
+        if !with_initial {
+            let from = if rv.is_empty() || rv == "0" { self.store.current_rev() } else { super::parse_rv(rv)? };
+            return Ok(Plan { filter, prefix, initial: Vec::new(), initial_end: false, from });
+        }
+        let m = if rv.is_empty() || rv == "0" { RvMatch::Newest } else { rv_match(&ListOptions { resource_version_match: Some("NotOlderThan".into()), ..opts.clone() })? };
+        let snap = self.snapshot_for(&req.resource, m)?;
+        let start: Arc<str> = Arc::from(prefix.as_str());
+        let initial = snap
+            .items
+            .range(start..)
+            .take_while(|(k, _)| k.starts_with(prefix.as_str()))
+            .filter(|(_, r)| filter.matches(&r.attrs))
+            .map(|(_, r)| r.bytes.clone())
+            .collect();
+        Ok(Plan { filter, prefix, initial, initial_end: streaming, from: snap.rev })
+    }
+
+    /// Starts a watch. Errors that upstream reports before streaming (bad
+    /// selectors, bad options) are returned; an expired resourceVersion is
+    /// reported in-stream as an ERROR event, as clients expect.
+    pub fn watch(self: &Arc<Self>, req: WatchRequest) -> Result<mpsc::Receiver<WatchFrame>, ApiError> {
+        let plan = self.plan_watch(&req)?;
+        let (tx, rx) = mpsc::channel(256);
+        let timeout = Duration::from_secs(req.opts.timeout_seconds.unwrap_or_else(|| 1800 + self.rng.below(1800)));
+        let server = self.clone();
+        let bookmarks = req.opts.allow_bookmarks;
+        tokio::spawn(async move {
+            let clock = server.clock.clone();
+            let _ = clock
+                .timeout(timeout, server.run_watch(req.resource.clone(), plan, bookmarks, &tx))
+                .await;
+            if bookmarks && !tx.is_closed() {
+                let _ = tx.send(WatchFrame::Bookmark { rev: server.store.current_rev(), initial_end: false }).await;
+            }
+        });
+        Ok(rx)
+    }
+
+    async fn run_watch(&self, resource: Arc<ResourceInfo>, plan: Plan, bookmarks: bool, tx: &mpsc::Sender<WatchFrame>) {
+        for object in plan.initial {
+            if tx.send(WatchFrame::Event { kind: "ADDED", object }).await.is_err() {
+                return;
+            }
+        }
+        if plan.initial_end && tx.send(WatchFrame::Bookmark { rev: plan.from, initial_end: true }).await.is_err() {
+            return;
+        }
+        let mut stream = match self.store.watch(&resource.storage_key(), plan.from) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = tx.send(WatchFrame::Error(store_error(e))).await;
+                return;
+            }
+        };
+        let mut ticker = self.clock.interval(BOOKMARK_EVERY);
+        ticker.tick().await;
+        loop {
+            tokio::select! {
+                ev = stream.next() => {
+                    let Some(ev) = ev else { return };
+                    if let Some(frame) = translate(&ev, &plan.filter, &plan.prefix) {
+                        if tx.send(frame).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                _ = ticker.tick(), if bookmarks => {
+                    // Everything up to `rev` is already queued in the stream:
+                    // deliver it first so the bookmark never overtakes an event.
+                    let rev = self.store.current_rev();
+                    while let Some(ev) = stream.try_next() {
+                        if let Some(frame) = translate(&ev, &plan.filter, &plan.prefix) {
+                            if tx.send(frame).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    if tx.send(WatchFrame::Bookmark { rev: rev.max(stream.last_rev()), initial_end: false }).await.is_err() {
+                        return;
+                    }
+                }
+                _ = tx.closed() => return,
+            }
+        }
+    }
+}
+
+/// Turns a store event into what this watcher sees: selector enter/leave
+/// become ADDED/DELETED, events of other namespaces vanish.
+fn translate(ev: &Event, filter: &Filter, prefix: &str) -> Option<WatchFrame> {
+    if !ev.key.starts_with(prefix) {
+        return None;
+    }
+    let now = filter.matches(&ev.record.attrs);
+    let before = ev.prev.as_ref().is_some_and(|p| filter.matches(&p.attrs));
+    let (kind, object) = match ev.kind {
+        EventType::Deleted => {
+            if !before && !now {
+                return None;
+            }
+            ("DELETED", ev.record.bytes.clone())
+        }
+        EventType::Added | EventType::Modified => match (before, now) {
+            (true, true) => ("MODIFIED", ev.record.bytes.clone()),
+            (false, true) => ("ADDED", ev.record.bytes.clone()),
+            (true, false) => {
+                // The object left the selection: the client sees its last
+                // matching state, at the revision where it left.
+                let prev = ev.prev.as_ref()?;
+                let mut v: Value = serde_json::from_slice(&prev.bytes).ok()?;
+                meta::metadata_mut(&mut v).insert("resourceVersion".into(), Value::String(ev.rev.to_string()));
+                ("DELETED", encode(&v))
+            }
+            (false, false) => return None,
+        },
+    };
+    Some(WatchFrame::Event { kind, object })
+}

@@ -1,0 +1,696 @@
+//! create, update and patch: decoding checks, server-set metadata,
+//! defaulting, validation, managedFields and the optimistic commit.
+
+use std::sync::Arc;
+
+use kubesim_core::patch::{self, PatchType};
+use kubesim_core::{defaults, meta, schema, validation, ApiError, Cause, ResourceInfo};
+use kubesim_runtime::{FieldValidation, WriteOptions};
+use kubesim_store::{Record, WriteOp};
+use serde_json::{json, Map, Value};
+
+use super::{attrs, encode, object_key, store_error, Caller, Server};
+
+/// How many times an update without a client precondition is retried when a
+/// concurrent writer got there first.
+const MAX_RETRIES: usize = 16;
+
+/// The result of a write.
+pub struct WriteResult {
+    pub obj: Value,
+    /// true when the write created the object (201).
+    pub created: bool,
+    /// `Warning` headers for the client.
+    pub warnings: Vec<String>,
+}
+
+/// Which part of the object a write may change.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    Main,
+    Status,
+}
+
+impl Part {
+    fn of(resource: &ResourceInfo, sub: Option<&str>) -> Result<Part, ApiError> {
+        match sub {
+            None => Ok(Part::Main),
+            Some("status") if resource.has_subresource("status") => Ok(Part::Status),
+            Some(s) => Err(ApiError::path_not_found().with_details("", &resource.group, s)),
+        }
+    }
+}
+
+/// Fields the server owns: a client's values for them are ignored.
+const SERVER_META: &[&str] = &[
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "selfLink",
+];
+
+/// Resources whose objects count `metadata.generation`.
+fn tracks_generation(resource: &ResourceInfo) -> bool {
+    if resource.is_custom() {
+        return true;
+    }
+    !matches!(
+        resource.plural.as_str(),
+        "events"
+            | "leases"
+            | "endpoints"
+            | "endpointslices"
+            | "configmaps"
+            | "secrets"
+            | "serviceaccounts"
+            | "namespaces"
+            | "nodes"
+            | "bindings"
+    )
+}
+
+/// Resources whose create keeps a client-provided status (a kubelet
+/// registers a node with its status; everything else starts empty).
+fn keeps_status_on_create(resource: &ResourceInfo) -> bool {
+    matches!(resource.plural.as_str(), "nodes" | "pods" | "namespaces" | "events")
+        || !resource.has_subresource("status")
+}
+
+/// Everything but metadata and status: what bumps `generation`.
+fn spec_part(obj: &Value) -> Map<String, Value> {
+    obj.as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The field manager name, from `?fieldManager` or the User-Agent's program.
+pub(crate) fn manager(opts: &WriteOptions, caller: &Caller) -> String {
+    if let Some(m) = opts.field_manager.as_deref().filter(|m| !m.is_empty()) {
+        return m.to_string();
+    }
+    let ua = caller.user_agent.split('/').next().unwrap_or("").trim();
+    if ua.is_empty() {
+        "unknown".into()
+    } else {
+        ua.to_string()
+    }
+}
+
+impl Server {
+    /// Checks apiVersion/kind of a body against the resource it is sent to.
+    pub(crate) fn check_type(&self, resource: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+        let Some(m) = obj.as_object_mut() else {
+            return Err(ApiError::bad_request("the body of the request is not a JSON object"));
+        };
+        let want_av = resource.api_version();
+        match m.get("apiVersion").and_then(Value::as_str) {
+            None | Some("") => {
+                m.insert("apiVersion".into(), Value::String(want_av));
+            }
+            Some(av) if av == want_av => {}
+            Some(av) => {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data ({av}) does not match the expected API version ({want_av})"
+                )))
+            }
+        }
+        match m.get("kind").and_then(Value::as_str) {
+            None | Some("") => {
+                m.insert("kind".into(), Value::String(resource.kind.clone()));
+            }
+            Some(k) if k == resource.kind => {}
+            Some(k) => {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the data ({k}) does not match the expected kind ({})",
+                    resource.kind
+                )))
+            }
+        }
+        if let Some(md) = m.get("metadata") {
+            if !md.is_object() && !md.is_null() {
+                return Err(ApiError::bad_request("metadata must be an object"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `fieldValidation`: Strict fails on unknown fields, Warn
+    /// returns them as warnings, Ignore drops the check.
+    pub(crate) fn check_fields(
+        &self,
+        resource: &ResourceInfo,
+        obj: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>, ApiError> {
+        let mode = opts.field_validation.unwrap_or(FieldValidation::Warn);
+        if mode == FieldValidation::Ignore {
+            return Ok(Vec::new());
+        }
+        let unknown = schema::unknown_fields(resource, obj);
+        if unknown.is_empty() {
+            return Ok(Vec::new());
+        }
+        let msgs: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+        if mode == FieldValidation::Strict {
+            return Err(ApiError::bad_request(format!("strict decoding error: {}", msgs.join(", "))));
+        }
+        Ok(msgs)
+    }
+
+    /// 404 when the namespace is missing, 403 when it is terminating.
+    pub(crate) fn check_namespace_open(&self, ns: &str) -> Result<(), ApiError> {
+        let nsr = self.resource("", "v1", "namespaces")?;
+        let Some(rec) = self.store.get(&nsr.storage_key(), ns) else {
+            return Err(ApiError::not_found("namespaces", "", ns));
+        };
+        let obj = super::decode(&rec)?;
+        if meta::is_deleting(&obj) {
+            return Err(ApiError::forbidden(
+                "",
+                "",
+                "",
+                "",
+            )
+            .tap_message(format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            )));
+        }
+        Ok(())
+    }
+
+    pub async fn create(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+        caller: &Caller,
+    ) -> Result<WriteResult, ApiError> {
+        if !resource.verbs.contains(&"create") {
+            return Err(ApiError::method_not_allowed(format!(
+                "create is not supported on resources of kind \"{}\"",
+                resource.plural
+            )));
+        }
+        self.check_type(resource, &mut obj)?;
+        let warnings = self.check_fields(resource, &obj, opts)?;
+        self.prepare_create(resource, ns, &mut obj)?;
+        let name = meta::name(&obj).to_string();
+        let mgr = manager(opts, caller);
+        let now = self.now_string();
+        patch::track_update(resource, None, &mut obj, &mgr, None, &now);
+        self.finish_create(resource, ns, &name, obj, opts, warnings).await
+    }
+
+    /// Everything a create does before the commit: namespace, name,
+    /// server metadata, status reset, defaulting, admission, validation.
+    pub(crate) fn prepare_create(&self, resource: &ResourceInfo, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
+        let m = meta::metadata_mut(obj);
+        if resource.namespaced() {
+            match m.get("namespace").and_then(Value::as_str) {
+                Some(n) if !n.is_empty() && n != ns => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ))
+                }
+                _ => {
+                    m.insert("namespace".into(), Value::String(ns.to_string()));
+                }
+            }
+        } else {
+            m.remove("namespace");
+        }
+        if m.get("resourceVersion").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+            return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+        }
+        m.remove("resourceVersion");
+        let name = m.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        if name.is_empty() {
+            match m.get("generateName").and_then(Value::as_str) {
+                Some(g) if !g.is_empty() => {
+                    let g = g.to_string();
+                    m.insert("name".into(), Value::String(format!("{g}{}", self.rng.suffix(5))));
+                }
+                _ => {
+                    return Err(ApiError::invalid(
+                        &resource.kind,
+                        &resource.group,
+                        "",
+                        vec![Cause::new(
+                            "FieldValueRequired",
+                            "metadata.name",
+                            "Required value: name or generateName is required",
+                        )],
+                    ))
+                }
+            }
+        }
+        for k in SERVER_META {
+            m.remove(*k);
+        }
+        m.insert("uid".into(), Value::String(self.rng.uuid()));
+        m.insert("creationTimestamp".into(), Value::String(self.now_string()));
+        if tracks_generation(resource) {
+            m.insert("generation".into(), json!(1));
+        }
+        if !keeps_status_on_create(resource) {
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        if resource.namespaced() {
+            self.check_namespace_open(ns)?;
+        }
+        let rng = self.rng.clone();
+        let mut suffix = move || rng.suffix(5);
+        defaults::apply(resource, obj, &mut defaults::Context { random_suffix: &mut suffix });
+        self.admit(resource, obj, None)?;
+        let causes = validation::validate(resource, obj, None);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&resource.kind, &resource.group, meta::name(obj), causes));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn finish_create(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+        warnings: Vec<String>,
+    ) -> Result<WriteResult, ApiError> {
+        if opts.dry_run {
+            return Ok(WriteResult { obj, created: true, warnings });
+        }
+        let attrs = attrs::compute(resource, &obj);
+        let key = object_key(resource, ns, name);
+        let mut exists = false;
+        let mut attrs = Some(attrs);
+        let committed = self
+            .store
+            .write(&resource.storage_key(), &key, &mut |cur, rev| {
+                if cur.is_some() {
+                    exists = true;
+                    return WriteOp::Abort;
+                }
+                meta::metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rev.to_string()));
+                WriteOp::Put {
+                    bytes: encode(&obj),
+                    attrs: attrs.take().unwrap_or_default(),
+                }
+            })
+            .map_err(store_error)?;
+        if exists {
+            return Err(ApiError::already_exists(&resource.plural, &resource.group, name));
+        }
+        self.store.wait_durable(committed.rev).await.map_err(store_error)?;
+        self.after_commit(resource, Some(&obj));
+        Ok(WriteResult { obj, created: true, warnings })
+    }
+
+    pub async fn update(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        mut body: Value,
+        sub: Option<&str>,
+        opts: &WriteOptions,
+        caller: &Caller,
+    ) -> Result<WriteResult, ApiError> {
+        let part = Part::of(resource, sub)?;
+        self.check_type(resource, &mut body)?;
+        let warnings = self.check_fields(resource, &body, opts)?;
+        let body_name = meta::name(&body).to_string();
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        if resource.namespaced() {
+            let bns = meta::namespace(&body);
+            if !bns.is_empty() && bns != ns {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+        let precondition = !meta::resource_version(&body).is_empty();
+        let mgr = manager(opts, caller);
+        let mut r = self
+            .update_with(resource, ns, name, part, opts, &mgr, precondition, &mut |_cur| Ok(body.clone()))
+            .await?;
+        r.warnings.extend(warnings);
+        Ok(r)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub async fn patch(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        kind: PatchType,
+        body: &[u8],
+        sub: Option<&str>,
+        opts: &WriteOptions,
+        caller: &Caller,
+    ) -> Result<WriteResult, ApiError> {
+        let part = Part::of(resource, sub)?;
+        let mgr = manager(opts, caller);
+        if kind == PatchType::Apply {
+            return self.apply(resource, ns, name, body, part, opts, &mgr).await;
+        }
+        if opts.force {
+            return Err(ApiError::bad_request("force is only allowed for apply patches"));
+        }
+        let mut warnings = Vec::new();
+        let mut r = self
+            .update_with(resource, ns, name, part, opts, &mgr, false, &mut |cur| {
+                let mut out = patch::apply_patch(kind, resource, cur, body)?;
+                self.check_type(resource, &mut out)?;
+                warnings = self.check_fields(resource, &out, opts)?;
+                Ok(out)
+            })
+            .await?;
+        r.warnings.extend(warnings);
+        Ok(r)
+    }
+
+    /// Server-side apply: creates the object when absent.
+    #[allow(clippy::too_many_arguments)]
+    async fn apply(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        body: &[u8],
+        part: Part,
+        opts: &WriteOptions,
+        mgr: &str,
+    ) -> Result<WriteResult, ApiError> {
+        if opts.field_manager.as_deref().unwrap_or("").is_empty() {
+            return Err(ApiError::bad_request(
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            ));
+        }
+        let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("apply patch is not valid UTF-8"))?;
+        let mut applied: Value = serde_saphyr::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        self.check_type(resource, &mut applied)?;
+        let warnings = self.check_fields(resource, &applied, opts)?;
+        let an = meta::name(&applied);
+        if !an.is_empty() && an != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({an}) does not match the name on the URL ({name})"
+            )));
+        }
+        let now = self.now_string();
+        if self.store.get(&resource.storage_key(), &object_key(resource, ns, name)).is_none() {
+            if part != Part::Main {
+                return Err(ApiError::not_found(&resource.plural, &resource.group, name));
+            }
+            let mut obj = patch::server_side_apply(resource, None, &applied, mgr, opts.force, &now)?;
+            meta::metadata_mut(&mut obj).insert("name".into(), Value::String(name.to_string()));
+            self.check_type(resource, &mut obj)?;
+            self.prepare_create(resource, ns, &mut obj)?;
+            return match self.finish_create(resource, ns, name, obj, opts, warnings.clone()).await {
+                // Lost a race with another creator: apply onto what it made.
+                Err(e) if e.code == 409 => {
+                    Box::pin(self.apply(resource, ns, name, body, part, opts, mgr)).await
+                }
+                other => other,
+            };
+        }
+        let mut r = self
+            .update_with(resource, ns, name, part, opts, mgr, false, &mut |cur| {
+                let mut out = patch::server_side_apply(resource, Some(cur), &applied, mgr, opts.force, &now)?;
+                self.check_type(resource, &mut out)?;
+                Ok(out)
+            })
+            .await?;
+        r.warnings.extend(warnings);
+        Ok(r)
+    }
+
+    /// The read-modify-write loop shared by update and patch.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn update_with(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        part: Part,
+        opts: &WriteOptions,
+        mgr: &str,
+        precondition: bool,
+        mutate: &mut (dyn FnMut(&Value) -> Result<Value, ApiError> + Send),
+    ) -> Result<WriteResult, ApiError> {
+        for _ in 0..MAX_RETRIES {
+            let rec = self.get_record(resource, ns, name)?;
+            let cur = super::decode(&rec)?;
+            let proposed = mutate(&cur)?;
+            let rv = meta::resource_version(&proposed);
+            if !rv.is_empty() && rv != rec.rev.to_string() {
+                return Err(ApiError::stale(&resource.plural, &resource.group, name));
+            }
+            let new = self.prepare_update(resource, ns, name, &cur, proposed, part, mgr)?;
+            if new == cur {
+                return Ok(WriteResult { obj: cur, created: false, warnings: Vec::new() });
+            }
+            if opts.dry_run {
+                return Ok(WriteResult { obj: new, created: false, warnings: Vec::new() });
+            }
+            match self.commit_update(resource, ns, name, &rec, new)? {
+                Some((obj, rev)) => {
+                    self.store.wait_durable(rev).await.map_err(store_error)?;
+                    self.after_commit(resource, obj.as_ref());
+                    let obj = match obj {
+                        Some(o) => o,
+                        // The write removed the object (last finalizer gone).
+                        None => {
+                            let mut o = cur.clone();
+                            meta::metadata_mut(&mut o).insert("resourceVersion".into(), Value::String(rev.to_string()));
+                            o
+                        }
+                    };
+                    return Ok(WriteResult { obj, created: false, warnings: Vec::new() });
+                }
+                None if precondition => {
+                    return Err(ApiError::stale(&resource.plural, &resource.group, name));
+                }
+                None => continue,
+            }
+        }
+        Err(ApiError::conflict(
+            &resource.plural,
+            &resource.group,
+            name,
+            "too many concurrent updates; please try again",
+        ))
+    }
+
+    /// Builds the object an update stores from the current one and the
+    /// proposal: server metadata kept, subresource boundaries enforced,
+    /// generation counted, defaults, validation, managedFields.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn prepare_update(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        cur: &Value,
+        proposed: Value,
+        part: Part,
+        mgr: &str,
+    ) -> Result<Value, ApiError> {
+        let mut new = match part {
+            Part::Main => {
+                let mut n = proposed;
+                if resource.has_subresource("status") {
+                    match cur.get("status") {
+                        Some(s) => {
+                            n["status"] = s.clone();
+                        }
+                        None => {
+                            if let Some(o) = n.as_object_mut() {
+                                o.remove("status");
+                            }
+                        }
+                    }
+                }
+                n
+            }
+            Part::Status => {
+                let mut n = cur.clone();
+                match proposed.get("status") {
+                    Some(s) => n["status"] = s.clone(),
+                    None => {
+                        if let Some(o) = n.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+                n
+            }
+        };
+        {
+            let cm = kubesim_core::meta::metadata(cur).cloned().unwrap_or_default();
+            let m = meta::metadata_mut(&mut new);
+            m.insert("name".into(), Value::String(name.to_string()));
+            if resource.namespaced() {
+                m.insert("namespace".into(), Value::String(ns.to_string()));
+            } else {
+                m.remove("namespace");
+            }
+            if let Some(uid) = m.get("uid").and_then(Value::as_str) {
+                if uid != meta::uid(cur) {
+                    return Err(ApiError::conflict(
+                        &resource.plural,
+                        &resource.group,
+                        name,
+                        &format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                            meta::uid(cur)
+                        ),
+                    ));
+                }
+            }
+            for k in SERVER_META {
+                match cm.get(*k) {
+                    Some(v) => {
+                        m.insert(k.to_string(), v.clone());
+                    }
+                    None => {
+                        m.remove(*k);
+                    }
+                }
+            }
+            if let Some(v) = cm.get("resourceVersion") {
+                m.insert("resourceVersion".into(), v.clone());
+            }
+            if meta::is_deleting(cur) {
+                let old: Vec<String> = meta::finalizers(cur);
+                let added = m
+                    .get("finalizers")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).any(|f| !old.iter().any(|o| o == f)))
+                    .unwrap_or(false);
+                if added {
+                    return Err(ApiError::invalid(
+                        &resource.kind,
+                        &resource.group,
+                        name,
+                        vec![Cause::forbidden(
+                            "metadata.finalizers",
+                            "no new finalizers can be added if the object is being deleted",
+                        )],
+                    ));
+                }
+            }
+        }
+        if tracks_generation(resource) && part == Part::Main && spec_part(&new) != spec_part(cur) {
+            let g = cur
+                .get("metadata")
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            meta::metadata_mut(&mut new).insert("generation".into(), json!(g + 1));
+        }
+        let rng = self.rng.clone();
+        let mut suffix = move || rng.suffix(5);
+        defaults::apply(resource, &mut new, &mut defaults::Context { random_suffix: &mut suffix });
+        self.admit(resource, &mut new, Some(cur))?;
+        let causes = validation::validate(resource, &new, Some(cur));
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&resource.kind, &resource.group, name, causes));
+        }
+        if new != *cur {
+            let now = self.now_string();
+            let sub = if part == Part::Status { Some("status") } else { None };
+            patch::track_update(resource, Some(cur), &mut new, mgr, sub, &now);
+        }
+        Ok(new)
+    }
+
+    /// Commits `new` if the object is still at `expected`'s revision.
+    /// Returns None on a lost race; Some((None, rev)) when the write removed
+    /// the object because its last finalizer went away.
+    pub(crate) fn commit_update(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        expected: &Arc<Record>,
+        mut new: Value,
+    ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
+        let remove = meta::is_deleting(&new) && meta::finalizers(&new).is_empty() && grace_elapsed(&new)
+            && !namespace_finalizers_pending(resource, &new);
+        let attrs = if remove { None } else { Some(attrs::compute(resource, &new)) };
+        let mut attrs = attrs;
+        let mut raced = false;
+        let committed = self
+            .store
+            .write(&resource.storage_key(), &object_key(resource, ns, name), &mut |cur, rev| {
+                match cur {
+                    Some(c) if c.rev == expected.rev => {}
+                    _ => {
+                        raced = true;
+                        return WriteOp::Abort;
+                    }
+                }
+                meta::metadata_mut(&mut new).insert("resourceVersion".into(), Value::String(rev.to_string()));
+                if remove {
+                    WriteOp::Delete { bytes: encode(&new) }
+                } else {
+                    WriteOp::Put { bytes: encode(&new), attrs: attrs.take().unwrap_or_default() }
+                }
+            })
+            .map_err(store_error)?;
+        if raced {
+            return Ok(None);
+        }
+        Ok(Some((if remove { None } else { Some(new) }, committed.rev)))
+    }
+}
+
+/// Whether a deleting object may go: its grace period is zero (finalizer
+/// deletions) — a graceful pod waits for its kubelet's final delete.
+fn grace_elapsed(obj: &Value) -> bool {
+    obj.get("metadata")
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+        == 0
+}
+
+/// A namespace also waits for `spec.finalizers` (emptied by finalize).
+fn namespace_finalizers_pending(resource: &ResourceInfo, obj: &Value) -> bool {
+    resource.group.is_empty()
+        && resource.plural == "namespaces"
+        && obj
+            .get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+}
+
+trait TapMessage {
+    fn tap_message(self, m: String) -> Self;
+}
+
+impl TapMessage for ApiError {
+    fn tap_message(mut self, m: String) -> Self {
+        self.message = m;
+        self
+    }
+}
