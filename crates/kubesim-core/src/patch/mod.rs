@@ -99,3 +99,6 @@ pub fn track_update(
 ) {
     apply::track(resource, old, new, manager, subresource, now)
 }
+
+#[cfg(test)]
+mod tests;
