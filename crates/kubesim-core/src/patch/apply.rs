@@ -54,7 +54,7 @@ struct Comparison {
 }
 
 impl Walker<'_> {
-    fn names<'n>(names: &'n [String]) -> Vec<&'n str> {
+    fn names(names: &[String]) -> Vec<&str> {
         names.iter().map(String::as_str).collect()
     }
 
@@ -358,8 +358,8 @@ pub fn value_at<'v>(v: &'v Value, path: &[String]) -> Option<&'v Value> {
     Some(cur)
 }
 
-/// Removes the value at `path`; maps emptied by the removal below the
-/// top-level fields go too, as nothing would own them.
+/// Removes the value at `path`; a map the removal leaves empty goes too,
+/// since nothing would own it.
 fn remove_at(v: &mut Value, path: &[String]) -> bool {
     let Some((first, rest)) = path.split_first() else {
         return false;
