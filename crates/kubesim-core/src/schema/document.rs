@@ -241,11 +241,11 @@ fn gvk_value(group: &str, version: &str, kind: &str) -> Value {
 }
 
 fn query(name: &str, description: &str, ty: &str) -> Value {
-    json!({"name": name, "in": "query", "description": description, "schema": {"type": ty, "uniqueItems": true}})
+    json!({"name": name, "in": "query", "description": description, "schema": {"type": ty}})
 }
 
 fn path_param(name: &str, description: &str) -> Value {
-    json!({"name": name, "in": "path", "description": description, "required": true, "schema": {"type": "string", "uniqueItems": true}})
+    json!({"name": name, "in": "path", "description": description, "required": true, "schema": {"type": "string"}})
 }
 
 fn write_params(patch: bool) -> Vec<Value> {
@@ -266,16 +266,56 @@ fn write_params(patch: bool) -> Vec<Value> {
 
 fn list_params() -> Vec<Value> {
     vec![
-        query("allowWatchBookmarks", "Requests watch events with type \"BOOKMARK\".", "boolean"),
-        query("continue", "The continue token of a previous paged list.", "string"),
-        query("fieldSelector", "A selector to restrict the list of returned objects by their fields.", "string"),
-        query("labelSelector", "A selector to restrict the list of returned objects by their labels.", "string"),
-        query("limit", "Maximum number of responses to return for a list call.", "integer"),
-        query("resourceVersion", "Constrains which resource versions the request may be served from.", "string"),
-        query("resourceVersionMatch", "How resourceVersion is applied to list calls.", "string"),
-        query("sendInitialEvents", "Start a watch stream with synthetic events for the current state.", "boolean"),
-        query("timeoutSeconds", "Timeout for the list/watch call.", "integer"),
-        query("watch", "Watch for changes to the described resources.", "boolean"),
+        query(
+            "allowWatchBookmarks",
+            "Requests watch events with type \"BOOKMARK\".",
+            "boolean",
+        ),
+        query(
+            "continue",
+            "The continue token of a previous paged list.",
+            "string",
+        ),
+        query(
+            "fieldSelector",
+            "A selector to restrict the list of returned objects by their fields.",
+            "string",
+        ),
+        query(
+            "labelSelector",
+            "A selector to restrict the list of returned objects by their labels.",
+            "string",
+        ),
+        query(
+            "limit",
+            "Maximum number of responses to return for a list call.",
+            "integer",
+        ),
+        query(
+            "resourceVersion",
+            "Constrains which resource versions the request may be served from.",
+            "string",
+        ),
+        query(
+            "resourceVersionMatch",
+            "How resourceVersion is applied to list calls.",
+            "string",
+        ),
+        query(
+            "sendInitialEvents",
+            "Start a watch stream with synthetic events for the current state.",
+            "boolean",
+        ),
+        query(
+            "timeoutSeconds",
+            "Timeout for the list/watch call.",
+            "integer",
+        ),
+        query(
+            "watch",
+            "Watch for changes to the described resources.",
+            "boolean",
+        ),
     ]
 }
 
@@ -436,7 +476,9 @@ fn object_ops(item: &mut Map<String, Value>, verbs: &[&str], with_delete: bool, 
                 description: format!("delete {what}"),
                 gvk,
                 params: delete_params(),
-                body: Some(json!({"content": content(&schema_ref(Some(DELETE_OPTIONS)), &["*/*"])})),
+                body: Some(
+                    json!({"content": content(&schema_ref(Some(DELETE_OPTIONS)), &["*/*"])}),
+                ),
                 responses: responses(
                     &[("200", "OK"), ("202", "Accepted")],
                     &schema_ref(Some(STATUS)),
@@ -556,7 +598,9 @@ fn add_resource_paths(
                 description: format!("delete collection of {}", r.kind),
                 gvk: &gvk,
                 params,
-                body: Some(json!({"content": content(&schema_ref(Some(DELETE_OPTIONS)), &["*/*"])})),
+                body: Some(
+                    json!({"content": content(&schema_ref(Some(DELETE_OPTIONS)), &["*/*"])}),
+                ),
                 responses: responses(&[("200", "OK")], &schema_ref(Some(STATUS))),
                 tag: &tag,
             }),
@@ -693,7 +737,10 @@ mod tests {
             crd_definition_name("stable.example.com", "v1", "CronTab"),
             "com.example.stable.v1.CronTab"
         );
-        assert_eq!(group_ident("rbac.authorization.k8s.io"), "RbacAuthorization");
+        assert_eq!(
+            group_ident("rbac.authorization.k8s.io"),
+            "RbacAuthorization"
+        );
         assert_eq!(group_ident(""), "Core");
         assert_eq!(digest_hex(b"").len(), 32);
         assert_ne!(digest_hex(b"a"), digest_hex(b"b"));

@@ -52,7 +52,13 @@ pub const FIELDS: &[FieldPatchMeta] = &[
     map(POD_SPEC, "volumes", "merge,retainKeys", "name", &["name"]),
     map(POD_SPEC, "imagePullSecrets", "merge", "name", &["name"]),
     map(POD_SPEC, "hostAliases", "merge", "ip", &["ip"]),
-    map(POD_SPEC, "resourceClaims", "merge,retainKeys", "name", &["name"]),
+    map(
+        POD_SPEC,
+        "resourceClaims",
+        "merge,retainKeys",
+        "name",
+        &["name"],
+    ),
     map(POD_SPEC, "schedulingGates", "merge", "name", &["name"]),
     map(
         POD_SPEC,
@@ -61,18 +67,78 @@ pub const FIELDS: &[FieldPatchMeta] = &[
         "topologyKey",
         &["topologyKey", "whenUnsatisfiable"],
     ),
-    map(CONTAINER, "ports", "merge", "containerPort", &["containerPort", "protocol"]),
+    map(
+        CONTAINER,
+        "ports",
+        "merge",
+        "containerPort",
+        &["containerPort", "protocol"],
+    ),
     map(CONTAINER, "env", "merge", "name", &["name"]),
-    map(CONTAINER, "volumeMounts", "merge", "mountPath", &["mountPath"]),
-    map(CONTAINER, "volumeDevices", "merge", "devicePath", &["devicePath"]),
-    map(EPHEMERAL, "ports", "merge", "containerPort", &["containerPort", "protocol"]),
+    map(
+        CONTAINER,
+        "volumeMounts",
+        "merge",
+        "mountPath",
+        &["mountPath"],
+    ),
+    map(
+        CONTAINER,
+        "volumeDevices",
+        "merge",
+        "devicePath",
+        &["devicePath"],
+    ),
+    map(
+        EPHEMERAL,
+        "ports",
+        "merge",
+        "containerPort",
+        &["containerPort", "protocol"],
+    ),
     map(EPHEMERAL, "env", "merge", "name", &["name"]),
-    map(EPHEMERAL, "volumeMounts", "merge", "mountPath", &["mountPath"]),
-    map(EPHEMERAL, "volumeDevices", "merge", "devicePath", &["devicePath"]),
-    map("io.k8s.api.core.v1.ServiceSpec", "ports", "merge", "port", &["port", "protocol"]),
-    map("io.k8s.api.core.v1.ServiceAccount", "secrets", "merge", "name", &["name"]),
-    map("io.k8s.api.core.v1.PodStatus", "podIPs", "merge", "ip", &["ip"]),
-    map("io.k8s.api.core.v1.PodStatus", "hostIPs", "merge", "ip", &["ip"]),
+    map(
+        EPHEMERAL,
+        "volumeMounts",
+        "merge",
+        "mountPath",
+        &["mountPath"],
+    ),
+    map(
+        EPHEMERAL,
+        "volumeDevices",
+        "merge",
+        "devicePath",
+        &["devicePath"],
+    ),
+    map(
+        "io.k8s.api.core.v1.ServiceSpec",
+        "ports",
+        "merge",
+        "port",
+        &["port", "protocol"],
+    ),
+    map(
+        "io.k8s.api.core.v1.ServiceAccount",
+        "secrets",
+        "merge",
+        "name",
+        &["name"],
+    ),
+    map(
+        "io.k8s.api.core.v1.PodStatus",
+        "podIPs",
+        "merge",
+        "ip",
+        &["ip"],
+    ),
+    map(
+        "io.k8s.api.core.v1.PodStatus",
+        "hostIPs",
+        "merge",
+        "ip",
+        &["ip"],
+    ),
     map(
         "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
         "ownerReferences",
@@ -169,7 +235,10 @@ mod tests {
         assert_eq!(c["x-kubernetes-patch-strategy"], "merge");
         assert_eq!(c["x-kubernetes-list-map-keys"], json!(["name"]));
         let ports = &defs[CONTAINER]["properties"]["ports"];
-        assert_eq!(ports["x-kubernetes-list-map-keys"], json!(["containerPort", "protocol"]));
+        assert_eq!(
+            ports["x-kubernetes-list-map-keys"],
+            json!(["containerPort", "protocol"])
+        );
         let conds = &defs["io.k8s.api.apps.v1.DeploymentStatus"]["properties"]["conditions"];
         assert_eq!(conds["x-kubernetes-patch-merge-key"], "type");
         assert!(field_patch_meta(POD_SPEC, "volumes").is_some());

@@ -19,6 +19,7 @@ pub const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
 pub const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 pub const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
 pub const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
+pub const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
 
 /// Every built-in definition plus the index from kinds to definition names.
 #[derive(Debug)]
@@ -208,6 +209,14 @@ fn generate() -> BuiltinSchemas {
         }
         definitions.insert(list_name.clone(), def);
         kinds.insert((group, version, list_kind), list_name);
+    }
+
+    // Upstream documents type IntOrString as a string of format
+    // `int-or-string`; kubectl explain and the structured-merge-diff schema
+    // converter key on that format.
+    if let Some(Value::Object(def)) = definitions.get_mut(INT_OR_STRING) {
+        def.insert("type".into(), json!("string"));
+        def.insert("format".into(), json!("int-or-string"));
     }
 
     extensions::apply(&mut definitions);

@@ -32,7 +32,12 @@ struct Walker<'a> {
 
 /// The schemas `schema` stands for once `$ref`, `allOf`, `oneOf` and `anyOf`
 /// are looked through.
-fn flatten<'a>(defs: &'a Map<String, Value>, schema: &'a Value, hops: usize, out: &mut Vec<&'a Map<String, Value>>) {
+fn flatten<'a>(
+    defs: &'a Map<String, Value>,
+    schema: &'a Value,
+    hops: usize,
+    out: &mut Vec<&'a Map<String, Value>>,
+) {
     let Value::Object(m) = schema else {
         return;
     };
