@@ -42,6 +42,9 @@ fn crontab_schema() -> Value {
                     }},
                     "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                     "empty": {"type": "object"},
+                    "embedded": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {
+                        "spec": {"type": "object", "properties": {"a": {"type": "string"}}}
+                    }},
                     "port": {"x-kubernetes-int-or-string": true}
                 }
             },
@@ -361,13 +364,15 @@ fn crd_unknown_fields_follow_the_structural_schema() {
         "apiVersion": "stable.example.com/v1", "kind": "CronTab",
         "metadata": {"name": "c", "labels": {"a": "b"}},
         "spec": {"cronSpec": "* * * * *", "replicas": 1, "template": {"any": {"thing": 1}},
-                 "items": [{"name": "x"}], "labels": {"x": "y"}, "port": "http"},
+                 "items": [{"name": "x"}], "labels": {"x": "y"}, "port": "http",
+                 "embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "e"}, "spec": {"a": "b"}}},
         "status": {"whatever": true}
     });
     assert!(unknown_fields(&ct, &ok).is_empty());
     let bad = json!({
         "metadata": {"name": "c", "nope": 1},
-        "spec": {"foo": 1, "items": [{"name": "x", "extra": 2}], "empty": {"gone": 1}},
+        "spec": {"foo": 1, "items": [{"name": "x", "extra": 2}], "empty": {"gone": 1},
+                 "embedded": {"kind": "Pod", "metadata": {"bad": 1}, "spec": {"c": 1}}},
         "top": 1
     });
     assert_eq!(
@@ -377,6 +382,8 @@ fn crd_unknown_fields_follow_the_structural_schema() {
             "spec.foo",
             "spec.items[0].extra",
             "spec.empty.gone",
+            "spec.embedded.metadata.bad",
+            "spec.embedded.spec.c",
             "top"
         ]
     );

@@ -7,8 +7,9 @@
 
 use serde_json::{Map, Value};
 
-use super::document::crd_kind_schema;
-use super::generate::{self, ref_name};
+use std::sync::OnceLock;
+
+use super::generate::{self, ref_name, ref_to, OBJECT_META};
 use crate::resource::ResourceInfo;
 
 /// Guards against reference cycles and absurdly deep objects.
@@ -66,6 +67,12 @@ fn is_true(m: &Map<String, Value>, key: &str) -> bool {
     m.get(key).and_then(Value::as_bool) == Some(true)
 }
 
+/// `{"$ref": ObjectMeta}`, the schema of every envelope's `metadata`.
+fn object_meta_ref() -> &'static Value {
+    static CELL: OnceLock<Value> = OnceLock::new();
+    CELL.get_or_init(|| serde_json::json!({"$ref": ref_to(OBJECT_META)}))
+}
+
 /// Whether a schema points into the generated definitions: below it the
 /// Go-type rules apply even inside a CRD (its `metadata` is ObjectMeta).
 fn refers(schema: &Value) -> bool {
@@ -84,6 +91,7 @@ impl<'a> Walker<'a> {
         path: &mut String,
         depth: usize,
         mode: Mode,
+        envelope: bool,
     ) {
         if depth > MAX_DEPTH {
             return;
@@ -101,7 +109,7 @@ impl<'a> Walker<'a> {
             return;
         }
         match value {
-            Value::Object(obj) => self.walk_object(&parts, obj, path, depth, mode),
+            Value::Object(obj) => self.walk_object(&parts, obj, path, depth, mode, envelope),
             Value::Array(items) => {
                 let item_schemas: Vec<&'a Value> =
                     parts.iter().filter_map(|m| m.get("items")).collect();
@@ -114,7 +122,7 @@ impl<'a> Walker<'a> {
                     path.push('[');
                     path.push_str(&i.to_string());
                     path.push(']');
-                    self.walk(first, item, path, depth + 1, mode);
+                    self.walk(first, item, path, depth + 1, mode, false);
                     path.truncate(len);
                 }
             }
@@ -129,12 +137,13 @@ impl<'a> Walker<'a> {
         path: &mut String,
         depth: usize,
         mode: Mode,
+        envelope: bool,
     ) {
         let mut has_props = false;
         let mut additional: Option<&'a Value> = None;
         let mut additional_open = false;
         let mut typed_object = false;
-        let mut embedded = false;
+        let mut envelope = envelope;
         for m in parts {
             if let Some(Value::Object(_)) = m.get("properties") {
                 has_props = true;
@@ -148,7 +157,7 @@ impl<'a> Walker<'a> {
                 typed_object = true;
             }
             if is_true(m, "x-kubernetes-embedded-resource") {
-                embedded = true;
+                envelope = true;
             }
         }
         if additional_open {
@@ -161,6 +170,27 @@ impl<'a> Walker<'a> {
             }
         }
         for (key, child) in obj {
+            // A resource envelope (the root of a custom resource, or an
+            // embedded resource) always has apiVersion, kind and ObjectMeta,
+            // whatever its schema declares for them.
+            let envelope_field = envelope
+                && match key.as_str() {
+                    "apiVersion" | "kind" => true,
+                    "metadata" => {
+                        let len = path.len();
+                        if !path.is_empty() {
+                            path.push('.');
+                        }
+                        path.push_str(key);
+                        self.walk(object_meta_ref(), child, path, depth + 1, mode, false);
+                        path.truncate(len);
+                        true
+                    }
+                    _ => false,
+                };
+            if envelope_field {
+                continue;
+            }
             let prop = parts.iter().find_map(|m| {
                 m.get("properties")
                     .and_then(Value::as_object)
@@ -172,13 +202,8 @@ impl<'a> Walker<'a> {
             }
             path.push_str(key);
             match (prop, additional) {
-                (Some(s), _) | (None, Some(s)) => self.walk(s, child, path, depth + 1, mode),
-                (None, None) => {
-                    let envelope = matches!(key.as_str(), "apiVersion" | "kind" | "metadata");
-                    if !(embedded && envelope) {
-                        self.out.push(path.clone());
-                    }
-                }
+                (Some(s), _) | (None, Some(s)) => self.walk(s, child, path, depth + 1, mode, false),
+                (None, None) => self.out.push(path.clone()),
             }
             path.truncate(len);
         }
@@ -186,13 +211,19 @@ impl<'a> Walker<'a> {
 }
 
 /// Unknown fields of `obj` against `schema`, resolving refs in `defs`.
-fn check(defs: &Map<String, Value>, schema: &Value, obj: &Value, mode: Mode) -> Vec<String> {
+fn check(
+    defs: &Map<String, Value>,
+    schema: &Value,
+    obj: &Value,
+    mode: Mode,
+    envelope: bool,
+) -> Vec<String> {
     let mut w = Walker {
         defs,
         out: Vec::new(),
     };
     let mut path = String::new();
-    w.walk(schema, obj, &mut path, 0, mode);
+    w.walk(schema, obj, &mut path, 0, mode, envelope);
     w.out
 }
 
@@ -200,17 +231,15 @@ fn check(defs: &Map<String, Value>, schema: &Value, obj: &Value, mode: Mode) -> 
 /// without a known schema accept everything.
 pub fn unknown_fields(resource: &ResourceInfo, obj: &Value) -> Vec<String> {
     let b = generate::builtin();
-    if resource.is_custom() {
-        let has_schema = resource
-            .crd
-            .as_ref()
-            .is_some_and(|c| matches!(c.schema, Some(Value::Object(_))));
-        if !has_schema {
-            return Vec::new();
-        }
-        // CRD schemas are small; wrapping one costs less than the request.
-        let schema = crd_kind_schema(resource);
-        return check(&b.definitions, &schema, obj, Mode::Structural);
+    if let Some(crd) = &resource.crd {
+        // The CRD's schema is walked as it is (no wrapping, no copy); the
+        // root envelope supplies apiVersion, kind and metadata.
+        return match &crd.schema {
+            Some(schema @ Value::Object(_)) => {
+                check(&b.definitions, schema, obj, Mode::Structural, true)
+            }
+            _ => Vec::new(),
+        };
     }
     let Some(schema) = b
         .name_of(&resource.group, &resource.version, &resource.kind)
@@ -218,7 +247,7 @@ pub fn unknown_fields(resource: &ResourceInfo, obj: &Value) -> Vec<String> {
     else {
         return Vec::new();
     };
-    check(&b.definitions, schema, obj, Mode::Builtin)
+    check(&b.definitions, schema, obj, Mode::Builtin, false)
 }
 
 #[cfg(test)]
