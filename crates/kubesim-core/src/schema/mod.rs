@@ -1,20 +1,37 @@
 //! OpenAPI v3 documents for the served resources and strict field checks.
+//!
+//! Built-in schemas come from the `k8s-openapi` types (generated once per
+//! process) plus the `x-kubernetes-*` annotations they lack; custom resources
+//! use their CRD's `openAPIV3Schema`.
 
-use serde_json::{json, Value};
+mod document;
+mod extensions;
+mod generate;
+mod strict;
+
+use serde_json::Value;
 
 use crate::resource::{Registry, ResourceInfo};
 
+pub use document::{
+    crd_definition_name, crd_kind_schema, digest_hex, gv_document, gv_index_path, kind_schema,
+    parse_gv_path, GvDocument, KUBERNETES_VERSION,
+};
+pub use extensions::{field_patch_meta, FieldPatchMeta, FIELDS as PATCH_FIELDS};
+pub use generate::{builtin as builtin_schemas, ref_name, ref_to, BuiltinSchemas, REF_PREFIX};
+
 /// `/openapi/v3`: the index of group-version documents.
-pub fn openapi_index(_registry: &Registry) -> Value {
-    json!({"paths": {}})
+pub fn openapi_index(registry: &Registry) -> Value {
+    document::index(registry)
 }
 
 /// `/openapi/v3/<path>` for `api/v1` or `apis/<group>/<version>`.
-pub fn openapi_group_version(_registry: &Registry, _path: &str) -> Option<Value> {
-    None
+pub fn openapi_group_version(registry: &Registry, path: &str) -> Option<Value> {
+    gv_document(registry, path).map(|d| d.value.clone())
 }
 
-/// Fields of `obj` the kind's schema does not know, as dotted paths.
-pub fn unknown_fields(_resource: &ResourceInfo, _obj: &Value) -> Vec<String> {
-    Vec::new()
+/// Fields of `obj` the kind's schema does not know, as dotted paths
+/// (`spec.containers[0].bogus`), in the order they appear.
+pub fn unknown_fields(resource: &ResourceInfo, obj: &Value) -> Vec<String> {
+    strict::unknown_fields(resource, obj)
 }

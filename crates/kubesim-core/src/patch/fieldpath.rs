@@ -1,0 +1,241 @@
+//! Field sets in the `FieldsV1` form used by managedFields.
+//!
+//! A set is a trie keyed by encoded path elements: `f:<field>` for object
+//! fields, `k:<json>` for map-list items (their key fields), `v:<json>` for
+//! set-list items and `i:<n>` for positions. A node's `own` flag is the `.`
+//! member: the node itself is in the set, not only some of its children.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSet {
+    pub own: bool,
+    pub children: BTreeMap<String, FieldSet>,
+}
+
+/// A path of encoded elements from the root.
+pub type Path = Vec<String>;
+
+pub fn field(name: &str) -> String {
+    format!("f:{name}")
+}
+
+/// The `k:` element of a map-list item; key fields are sorted by name.
+pub fn key(fields: &BTreeMap<String, Value>) -> String {
+    let m: Map<String, Value> = fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    format!("k:{}", Value::Object(m))
+}
+
+pub fn value(v: &Value) -> String {
+    format!("v:{v}")
+}
+
+/// A decoded path element.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Element {
+    Field(String),
+    Key(Map<String, Value>),
+    Value(Value),
+    Index(usize),
+}
+
+pub fn decode(elem: &str) -> Option<Element> {
+    let (kind, rest) = elem.split_at_checked(2)?;
+    match kind {
+        "f:" => Some(Element::Field(rest.to_string())),
+        "k:" => match serde_json::from_str(rest) {
+            Ok(Value::Object(m)) => Some(Element::Key(m)),
+            _ => None,
+        },
+        "v:" => serde_json::from_str(rest).ok().map(Element::Value),
+        "i:" => rest.parse().ok().map(Element::Index),
+        _ => None,
+    }
+}
+
+/// The human form upstream uses in conflict messages:
+/// `.spec.containers[name="c"].image`.
+pub fn path_string(path: &[String]) -> String {
+    let mut s = String::new();
+    for e in path {
+        match decode(e) {
+            Some(Element::Field(f)) => {
+                s.push('.');
+                s.push_str(&f);
+            }
+            Some(Element::Key(m)) => {
+                let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                s.push_str(&format!("[{}]", parts.join(",")));
+            }
+            Some(Element::Value(v)) => s.push_str(&format!("[={v}]")),
+            Some(Element::Index(i)) => s.push_str(&format!("[{i}]")),
+            None => s.push_str(e),
+        }
+    }
+    s
+}
+
+impl FieldSet {
+    pub fn is_empty(&self) -> bool {
+        !self.own && self.children.values().all(FieldSet::is_empty)
+    }
+
+    pub fn insert(&mut self, path: &[String]) {
+        let mut node = self;
+        for e in path {
+            node = node.children.entry(e.clone()).or_default();
+        }
+        node.own = true;
+    }
+
+    pub fn contains(&self, path: &[String]) -> bool {
+        self.node(path).is_some_and(|n| n.own)
+    }
+
+    pub fn node(&self, path: &[String]) -> Option<&FieldSet> {
+        let mut node = self;
+        for e in path {
+            node = node.children.get(e)?;
+        }
+        Some(node)
+    }
+
+    /// Removes one path (its descendants stay).
+    pub fn remove(&mut self, path: &[String]) {
+        self.edit(path, |n| n.own = false);
+    }
+
+    /// Removes a path and everything under it.
+    pub fn remove_tree(&mut self, path: &[String]) {
+        self.edit(path, |n| *n = FieldSet::default());
+    }
+
+    fn edit(&mut self, path: &[String], f: impl FnOnce(&mut FieldSet)) {
+        let mut node = self;
+        for e in path {
+            match node.children.get_mut(e) {
+                Some(n) => node = n,
+                None => return,
+            }
+        }
+        f(node);
+    }
+
+    /// Drops nodes that no longer hold any path.
+    pub fn prune(&mut self) {
+        for child in self.children.values_mut() {
+            child.prune();
+        }
+        self.children.retain(|_, c| !c.is_empty());
+    }
+
+    /// Every path in the set, depth first in element order.
+    pub fn paths(&self) -> Vec<Path> {
+        let mut out = Vec::new();
+        let mut cur = Vec::new();
+        self.collect(&mut cur, &mut out);
+        out
+    }
+
+    fn collect(&self, cur: &mut Path, out: &mut Vec<Path>) {
+        if self.own {
+            out.push(cur.clone());
+        }
+        for (k, c) in &self.children {
+            cur.push(k.clone());
+            c.collect(cur, out);
+            cur.pop();
+        }
+    }
+
+    pub fn union(&mut self, other: &FieldSet) {
+        for p in other.paths() {
+            self.insert(&p);
+        }
+    }
+
+    pub fn difference(&mut self, other: &FieldSet) {
+        for p in other.paths() {
+            self.remove(&p);
+        }
+        self.prune();
+    }
+
+    /// The `FieldsV1` JSON form: `.` first, then elements in sorted order.
+    pub fn to_fields_v1(&self) -> Value {
+        let mut m = Map::new();
+        if self.own && !self.children.is_empty() {
+            m.insert(".".into(), Value::Object(Map::new()));
+        }
+        for (k, c) in &self.children {
+            if !c.is_empty() {
+                m.insert(k.clone(), c.to_fields_v1());
+            }
+        }
+        Value::Object(m)
+    }
+
+    /// Parses a `FieldsV1` object; anything malformed is skipped, since a
+    /// client-supplied managedFields entry must not make writes fail.
+    pub fn from_fields_v1(v: &Value) -> FieldSet {
+        // The root is never a member itself, even when written as `{}`.
+        let mut set = FieldSet::parse(v);
+        set.own = false;
+        set
+    }
+
+    fn parse(v: &Value) -> FieldSet {
+        let mut set = FieldSet::default();
+        if let Some(m) = v.as_object() {
+            if m.is_empty() {
+                set.own = true;
+            }
+            for (k, c) in m {
+                if k == "." {
+                    set.own = true;
+                } else if decode(k).is_some() {
+                    set.children.insert(k.clone(), FieldSet::parse(c));
+                }
+            }
+        }
+        set
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trip() {
+        let v = json!({"f:metadata":{"f:labels":{".":{},"f:app":{}}},
+            "f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:image":{}}}}});
+        let s = FieldSet::from_fields_v1(&v);
+        // The root is not itself a member: it only has children.
+        assert!(!s.own);
+        assert_eq!(s.to_fields_v1(), v);
+        let paths = s.paths();
+        assert_eq!(
+            path_string(&paths[paths.len() - 1]),
+            ".spec.containers[name=\"c\"].image"
+        );
+    }
+
+    #[test]
+    fn set_ops() {
+        let mut a = FieldSet::default();
+        a.insert(&[field("spec"), field("replicas")]);
+        a.insert(&[field("spec"), field("paused")]);
+        let mut b = FieldSet::default();
+        b.insert(&[field("spec"), field("replicas")]);
+        a.difference(&b);
+        assert_eq!(a.to_fields_v1(), json!({"f:spec":{"f:paused":{}}}));
+        a.remove_tree(&[field("spec")]);
+        a.prune();
+        assert!(a.is_empty());
+        assert_eq!(path_string(&[field("a"), value(&json!("x"))]), ".a[=\"x\"]");
+    }
+}
