@@ -1,1 +1,43 @@
-fn main() {}
+//! The kubesim command line.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// A Kubernetes cluster emulator and simulator.
+#[derive(Parser)]
+#[command(name = "kubesim", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a cluster: serve the Kubernetes API on an embedded store.
+    ///
+    /// Example: kubesim up --listen 127.0.0.1:6443 --data-dir ./.kubesim
+    Up(cmd::up::UpArgs),
+    /// Measure kubesim (figures for the README's performance table).
+    ///
+    /// Example: kubesim bench api --pods 20000 --clients 64
+    Bench(cmd::bench::BenchArgs),
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Up(a) => cmd::up::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("kubesim: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -7,12 +7,12 @@
 pub mod attrs;
 mod bootstrap;
 mod crd;
-mod delete;
-mod read;
+pub mod delete;
+pub mod read;
 mod special;
-mod subresource;
+pub mod subresource;
 mod watch;
-mod write;
+pub mod write;
 
 use std::sync::Arc;
 

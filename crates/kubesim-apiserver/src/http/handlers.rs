@@ -1,0 +1,363 @@
+//! Request dispatch: from method + path + query + body to a service call.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::response::Response;
+use http::{header, Method};
+use kubesim_core::patch::PatchType;
+use kubesim_core::table::{self, IncludeObject, TableOptions};
+use kubesim_core::{schema, ApiError, ResourceInfo};
+use serde_json::{json, Value};
+
+use super::metrics::Labels;
+use super::negotiate::{self, Format};
+use super::query::Query;
+use super::route::{self, ResourcePath, Route};
+use super::{bytes_response, error_response, json_response, value_response, with_warnings, App, MAX_BODY};
+use crate::service::read::list_json;
+use crate::service::subresource::ScaleChange;
+use crate::service::{Caller, WatchRequest};
+
+pub(crate) async fn dispatch(app: Arc<App>, req: Request) -> Response {
+    let started = app.server.clock.instant();
+    let path = req.uri().path().to_string();
+    let route = route::parse(&path);
+    match route {
+        Route::Resource(p) => {
+            let mut labels = Labels {
+                verb: "GET",
+                dry_run: false,
+                group: p.group.clone(),
+                version: p.version.clone(),
+                resource: p.plural.clone(),
+                subresource: p.subresource.clone().unwrap_or_default(),
+                scope: if p.name.is_some() {
+                    "resource"
+                } else if p.namespace.is_empty() {
+                    "cluster"
+                } else {
+                    "namespace"
+                },
+            };
+            let resp = match resource(&app, req, &p, &mut labels).await {
+                Ok(r) => r,
+                Err(e) => error_response(&e),
+            };
+            let secs = started.elapsed().as_secs_f64();
+            app.metrics.observe(labels, resp.status().as_u16(), secs);
+            resp
+        }
+        other => match non_resource(&app, &req, other) {
+            Ok(r) => r,
+            Err(e) => error_response(&e),
+        },
+    }
+}
+
+fn non_resource(app: &App, req: &Request, route: Route) -> Result<Response, ApiError> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
+    }
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let reg = &app.server.registry;
+    match route {
+        Route::Version => Ok(value_response(200, &version())),
+        Route::Health(_) => Ok(bytes_response(200, "text/plain; charset=utf-8", b"ok".to_vec())),
+        Route::Metrics => {
+            let text = app.metrics.render(&app.server.store.counts());
+            Ok(bytes_response(200, "text/plain; version=0.0.4; charset=utf-8", text.into_bytes()))
+        }
+        Route::ApiVersions => {
+            if negotiate::wants_aggregated(accept) {
+                let v = super::discovery::aggregated_core(reg);
+                Ok(json_response(200, serde_json::to_vec(&v).unwrap_or_default()).with_content_type(negotiate::AGGREGATED_V2))
+            } else {
+                Ok(value_response(200, &super::discovery::api_versions(&app.address)))
+            }
+        }
+        Route::ApiGroups => {
+            if negotiate::wants_aggregated(accept) {
+                let v = super::discovery::aggregated_groups(reg);
+                Ok(json_response(200, serde_json::to_vec(&v).unwrap_or_default()).with_content_type(negotiate::AGGREGATED_V2))
+            } else {
+                Ok(value_response(200, &super::discovery::api_groups(reg)))
+            }
+        }
+        Route::Group(g) => super::discovery::api_group(reg, &g)
+            .map(|v| value_response(200, &v))
+            .ok_or_else(ApiError::path_not_found),
+        Route::GroupVersion { group, version } => super::discovery::resource_list(reg, &group, &version)
+            .map(|v| value_response(200, &v))
+            .ok_or_else(ApiError::path_not_found),
+        Route::OpenApiIndex => Ok(value_response(200, &schema::openapi_index(reg))),
+        Route::OpenApiDoc(p) => match schema::gv_document(reg, &p) {
+            Some(doc) => Ok(json_response(200, doc.json.to_vec())),
+            None => Err(ApiError::path_not_found()),
+        },
+        Route::OpenApiV2 | Route::NotFound | Route::Resource(_) => Err(ApiError::path_not_found()),
+    }
+}
+
+trait WithContentType {
+    fn with_content_type(self, ct: &str) -> Self;
+}
+
+impl WithContentType for Response {
+    fn with_content_type(mut self, ct: &str) -> Self {
+        if let Ok(v) = http::HeaderValue::from_str(ct) {
+            self.headers_mut().insert(header::CONTENT_TYPE, v);
+        }
+        self
+    }
+}
+
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "gitVersion": "v1.33.0-kubesim",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.24.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+/// Reads the body, refusing oversized ones with 413.
+async fn body_bytes(req: Request) -> Result<bytes::Bytes, ApiError> {
+    axum::body::to_bytes(req.into_body(), MAX_BODY)
+        .await
+        .map_err(|_| ApiError::too_large("the request body is too large: the limit is 3145728 bytes"))
+}
+
+/// Decodes a create/update body: JSON (also when no Content-Type is sent,
+/// as the Python client does) or YAML.
+fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let v: Value = match essence.as_str() {
+        "" | "application/json" | "*/*" => serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the body is not valid UTF-8"))?;
+            serde_saphyr::from_str(text).map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
+        }
+        other => return Err(ApiError::unsupported_media_type(other)),
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+    }
+    Ok(v)
+}
+
+async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut Labels) -> Result<Response, ApiError> {
+    let server = &app.server;
+    let r = server.resource(&p.group, &p.version, &p.plural)?;
+    if (!r.namespaced() && !p.namespace.is_empty()) || (r.namespaced() && p.namespace.is_empty() && p.name.is_some()) {
+        return Err(ApiError::path_not_found());
+    }
+    if let Some(s) = &p.subresource {
+        if !r.has_subresource(s) {
+            return Err(ApiError::path_not_found());
+        }
+    }
+    let q = Query::parse(req.uri().query());
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let caller = Caller {
+        user_agent: req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_string(),
+    };
+    let ns = p.namespace.as_str();
+    let sub = p.subresource.as_deref();
+    let method = req.method().clone();
+    match (method, p.name.as_deref()) {
+        (Method::GET, None) => {
+            let opts = q.list()?;
+            if q.watch()? {
+                labels.verb = "WATCH";
+                let format = negotiate::format(accept.as_deref())?;
+                let rx = server.watch(WatchRequest { resource: r.clone(), namespace: ns.to_string(), opts })?;
+                return Ok(super::watch::stream(app.clone(), r, rx, format));
+            }
+            labels.verb = "LIST";
+            let format = negotiate::format(accept.as_deref())?;
+            let page = server.list(&r, ns, &opts)?;
+            match format {
+                Format::Json => Ok(json_response(200, list_json(&r, &page))),
+                Format::Table { v1beta1 } => {
+                    let objs: Vec<Value> = page.items.iter().filter_map(|rec| serde_json::from_slice(&rec.bytes).ok()).collect();
+                    let mut t = table::table(&r, &objs, &table_opts(app, &q, true)?);
+                    t["metadata"] = json!({"resourceVersion": page.rev.to_string()});
+                    if let Some(c) = &page.continue_token {
+                        t["metadata"]["continue"] = json!(c);
+                    }
+                    if let Some(n) = page.remaining {
+                        t["metadata"]["remainingItemCount"] = json!(n);
+                    }
+                    if v1beta1 {
+                        t["apiVersion"] = json!("meta.k8s.io/v1beta1");
+                    }
+                    Ok(value_response(200, &t))
+                }
+            }
+        }
+        (Method::GET, Some(name)) => {
+            labels.verb = "GET";
+            match sub {
+                Some("scale") => Ok(value_response(200, &server.get_scale(&r, ns, name)?)),
+                Some("log") => {
+                    let text = server.pod_log(ns, name, q.get("container"))?;
+                    Ok(bytes_response(200, "text/plain", text.into_bytes()))
+                }
+                Some("exec") | Some("attach") | Some("portforward") => Err(unsupported_stream(sub.unwrap_or(""))),
+                _ => {
+                    let format = negotiate::format(accept.as_deref())?;
+                    let obj = server.get(&r, ns, name)?;
+                    render_one(app, &r, &q, format, 200, obj, &[])
+                }
+            }
+        }
+        (Method::POST, None) => {
+            labels.verb = "POST";
+            let opts = q.write()?;
+            labels.dry_run = opts.dry_run;
+            let body = decode_body(&content_type, &body_bytes(req).await?)?;
+            if r.group.is_empty() && r.plural == "bindings" {
+                let name = kubesim_core::meta::name(&body).to_string();
+                return Ok(value_response(201, &server.bind(ns, &name, &body).await?));
+            }
+            let format = negotiate::format(accept.as_deref())?;
+            let res = server.create(&r, ns, body, &opts, &caller).await?;
+            render_one(app, &r, &q, format, 201, res.obj, &res.warnings)
+        }
+        (Method::POST, Some(name)) => {
+            labels.verb = "POST";
+            match sub {
+                Some("binding") => {
+                    let body = decode_body(&content_type, &body_bytes(req).await?)?;
+                    Ok(value_response(201, &server.bind(ns, name, &body).await?))
+                }
+                Some("eviction") => {
+                    let body = decode_body(&content_type, &body_bytes(req).await?)?;
+                    Ok(value_response(201, &server.evict(ns, name, &body).await?))
+                }
+                Some("exec") | Some("attach") | Some("portforward") => Err(unsupported_stream(sub.unwrap_or(""))),
+                _ => Err(ApiError::method_not_allowed(format!(
+                    "the server does not allow this method on the requested resource ({})",
+                    r.plural
+                ))),
+            }
+        }
+        (Method::PUT, Some(name)) => {
+            labels.verb = "PUT";
+            let opts = q.write()?;
+            labels.dry_run = opts.dry_run;
+            let body = decode_body(&content_type, &body_bytes(req).await?)?;
+            match sub {
+                Some("scale") => {
+                    let s = server.write_scale(&r, ns, name, ScaleChange::Replace(&body), &opts, &caller).await?;
+                    Ok(value_response(200, &s))
+                }
+                Some("finalize") => Ok(value_response(200, &server.finalize_namespace(name, &body, &caller).await?)),
+                _ => {
+                    let format = negotiate::format(accept.as_deref())?;
+                    let res = server.update(&r, ns, name, body, sub, &opts, &caller).await?;
+                    render_one(app, &r, &q, format, 200, res.obj, &res.warnings)
+                }
+            }
+        }
+        (Method::PATCH, Some(name)) => {
+            labels.verb = "PATCH";
+            let kind = PatchType::from_content_type(&content_type).ok_or_else(|| ApiError::unsupported_media_type(&content_type))?;
+            if kind == PatchType::Apply {
+                labels.verb = "APPLY";
+            }
+            let opts = q.write()?;
+            labels.dry_run = opts.dry_run;
+            let body = body_bytes(req).await?;
+            if sub == Some("scale") {
+                let s = server.write_scale(&r, ns, name, ScaleChange::Patch(kind, &body), &opts, &caller).await?;
+                return Ok(value_response(200, &s));
+            }
+            let format = negotiate::format(accept.as_deref())?;
+            let res = server.patch(&r, ns, name, kind, &body, sub, &opts, &caller).await?;
+            render_one(app, &r, &q, format, if res.created { 201 } else { 200 }, res.obj, &res.warnings)
+        }
+        (Method::DELETE, Some(name)) => {
+            labels.verb = "DELETE";
+            let raw = body_bytes(req).await?;
+            let body: Option<Value> = if raw.iter().all(u8::is_ascii_whitespace) {
+                None
+            } else {
+                Some(serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?)
+            };
+            let opts = q.delete(body.as_ref())?;
+            labels.dry_run = opts.dry_run;
+            let res = server.delete(&r, ns, name, &opts).await?;
+            Ok(value_response(res.code, &res.body))
+        }
+        (Method::DELETE, None) => {
+            labels.verb = "DELETECOLLECTION";
+            let raw = body_bytes(req).await?;
+            let body: Option<Value> = if raw.iter().all(u8::is_ascii_whitespace) {
+                None
+            } else {
+                Some(serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?)
+            };
+            let opts = q.delete(body.as_ref())?;
+            let list = q.list()?;
+            Ok(value_response(200, &server.delete_collection(&r, ns, &list, &opts).await?))
+        }
+        _ => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({})",
+            r.plural
+        ))),
+    }
+}
+
+fn unsupported_stream(what: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "{what} is not supported: pods on this cluster are emulated and run no processes"
+    ))
+}
+
+fn table_opts(app: &App, q: &Query, headers: bool) -> Result<TableOptions, ApiError> {
+    Ok(TableOptions {
+        include: negotiate::include_object(q.get("includeObject"))?,
+        now: app.server.clock.now(),
+        headers,
+    })
+}
+
+/// A single object, as JSON or as a one-row Table.
+fn render_one(
+    app: &App,
+    r: &Arc<ResourceInfo>,
+    q: &Query,
+    format: Format,
+    code: u16,
+    obj: Value,
+    warnings: &[String],
+) -> Result<Response, ApiError> {
+    let resp = match format {
+        Format::Json => value_response(code, &obj),
+        Format::Table { v1beta1 } => {
+            let rv = kubesim_core::meta::resource_version(&obj).to_string();
+            let mut t = table::table(r, std::slice::from_ref(&obj), &table_opts(app, q, true)?);
+            t["metadata"] = json!({"resourceVersion": rv});
+            if v1beta1 {
+                t["apiVersion"] = json!("meta.k8s.io/v1beta1");
+            }
+            value_response(code, &t)
+        }
+    };
+    let _ = IncludeObject::None;
+    Ok(with_warnings(resp, warnings))
+}
