@@ -61,10 +61,11 @@ impl From<Vec<Value>> for Row {
 }
 
 type RowFn = fn(&Value, Timestamp) -> Row;
+type ColumnsFn = fn() -> Vec<Column>;
 
 /// How one kind is printed.
 enum Printer {
-    Builtin(fn() -> Vec<Column>, RowFn),
+    Builtin(ColumnsFn, RowFn),
     Custom(crd::Layout),
     Default,
 }
@@ -79,8 +80,8 @@ fn new_events_row(obj: &Value, now: Timestamp) -> Row {
 
 /// Printers are keyed by group and resource, like upstream's registry:
 /// every version of a group resource prints the same way.
-fn builtin(group: &str, plural: &str) -> Option<(fn() -> Vec<Column>, RowFn)> {
-    let p: (fn() -> Vec<Column>, RowFn) = match (group, plural) {
+fn builtin(group: &str, plural: &str) -> Option<(ColumnsFn, RowFn)> {
+    let p: (ColumnsFn, RowFn) = match (group, plural) {
         ("", "pods") => (pod::columns, pod::row),
         ("", "nodes") => (node::columns, node::row),
         ("", "namespaces") => (node::namespace_columns, node::namespace_row),
