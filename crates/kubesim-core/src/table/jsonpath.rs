@@ -441,7 +441,7 @@ fn step<'a>(seg: &Segment, v: &'a Value, out: &mut Vec<&'a Value>) {
                 let mut i = s;
                 while i < e {
                     out.push(&a[i as usize]);
-                    i += st;
+                    i = i.saturating_add(st);
                 }
             }
         }
@@ -590,6 +590,20 @@ mod tests {
         assert!(find(".status.conditions[?(@.nothing)].type").is_empty());
         let first = JsonPath::parse(".status.conditions[?(@.type==\"Ready\")].status").unwrap();
         assert_eq!(first.first(&doc()), Some(&json!("True")));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(path in "[.\\[\\]()?@='\"*:a-c0-9 <>!-]{0,24}") {
+            if let Ok(p) = JsonPath::parse(&path) {
+                let _ = p.find(&doc());
+            }
+        }
+    }
+
+    #[test]
+    fn huge_slice_steps_stop() {
+        assert_eq!(find(".spec.tags[1::9223372036854775807]"), vec![json!("b")]);
     }
 
     #[test]
