@@ -25,12 +25,20 @@ pub fn validate_namespace(ns: &Value) -> Vec<Cause> {
     if let Some(spec) = ns.get("spec") {
         // spec.finalizers hold plain names like "kubernetes", which a core
         // kind accepts as a standard finalizer.
-        out.extend(validate_finalizers(spec.get("finalizers"), "spec.finalizers", true));
+        out.extend(validate_finalizers(
+            spec.get("finalizers"),
+            "spec.finalizers",
+            true,
+        ));
     }
     if let Some(status) = ns.get("status") {
         let phase = s(status, "phase");
         if !phase.is_empty() && phase != "Active" && phase != "Terminating" {
-            out.push(fields::unsupported("status.phase", phase, &["Active", "Terminating"]));
+            out.push(fields::unsupported(
+                "status.phase",
+                phase,
+                &["Active", "Terminating"],
+            ));
         }
     }
     out
@@ -74,8 +82,16 @@ pub fn validate_node(node: &Value) -> Vec<Cause> {
 pub fn validate_lease(lease: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     if let Some(spec) = lease.get("spec") {
-        fields::positive(&mut out, "spec.leaseDurationSeconds", spec.get("leaseDurationSeconds"));
-        fields::nonnegative(&mut out, "spec.leaseTransitions", spec.get("leaseTransitions"));
+        fields::positive(
+            &mut out,
+            "spec.leaseDurationSeconds",
+            spec.get("leaseDurationSeconds"),
+        );
+        fields::nonnegative(
+            &mut out,
+            "spec.leaseTransitions",
+            spec.get("leaseTransitions"),
+        );
     }
     out
 }
@@ -87,7 +103,11 @@ pub fn validate_priority_class(pc: &Value, old: Option<&Value>) -> Vec<Cause> {
     if !has(pc, "value") {
         out.push(fields::required("value"));
     } else if value.is_none() {
-        out.push(fields::invalid("value", pc.get("value").unwrap_or(&Value::Null), "must be an integer"));
+        out.push(fields::invalid(
+            "value",
+            pc.get("value").unwrap_or(&Value::Null),
+            "must be an integer",
+        ));
     }
     let value = value.unwrap_or(0);
     let global_default = fields::bool_of(pc, "globalDefault");
@@ -114,11 +134,18 @@ pub fn validate_priority_class(pc: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
     let pp = s(pc, "preemptionPolicy");
     if !pp.is_empty() && pp != "Never" && pp != "PreemptLowerPriority" {
-        out.push(fields::unsupported("preemptionPolicy", pp, &["Never", "PreemptLowerPriority"]));
+        out.push(fields::unsupported(
+            "preemptionPolicy",
+            pp,
+            &["Never", "PreemptLowerPriority"],
+        ));
     }
     if let Some(old) = old {
         if old.get("value") != pc.get("value") {
-            out.push(fields::forbidden("value", "may not be changed in an update."));
+            out.push(fields::forbidden(
+                "value",
+                "may not be changed in an update.",
+            ));
         }
         if old.get("preemptionPolicy") != pc.get("preemptionPolicy") {
             out.push(fields::immutable(
@@ -155,18 +182,33 @@ pub fn validate_event(ev: &Value, group: &str) -> Vec<Cause> {
             _ => out.push(fields::required("involvedObject")),
         }
     } else {
-        for k in ["eventTime", "reportingController", "reportingInstance", "action", "reason"] {
+        for k in [
+            "eventTime",
+            "reportingController",
+            "reportingInstance",
+            "action",
+            "reason",
+        ] {
             if s(ev, k).is_empty() {
                 out.push(fields::required(k));
             }
         }
         let rc = s(ev, "reportingController");
         if !rc.is_empty() {
-            fields::each_invalid(&mut out, "reportingController", rc, names::qualified_name(rc));
+            fields::each_invalid(
+                &mut out,
+                "reportingController",
+                rc,
+                names::qualified_name(rc),
+            );
         }
         let ty = s(ev, "type");
         if ty != "Normal" && ty != "Warning" {
-            out.push(fields::invalid_str("type", "", &format!("has invalid value: {ty}")));
+            out.push(fields::invalid_str(
+                "type",
+                "",
+                &format!("has invalid value: {ty}"),
+            ));
         }
     }
     out
@@ -178,13 +220,18 @@ mod tests {
     use serde_json::json;
 
     fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect()
+        c.iter()
+            .map(|c| (c.field.as_str(), c.reason.as_str()))
+            .collect()
     }
 
     #[test]
     fn namespace_finalizers() {
         let ns = json!({"spec": {"finalizers": ["kubernetes", "bad finalizer"]}, "status": {"phase": "Active"}});
-        assert_eq!(f(&validate_namespace(&ns)), vec![("spec.finalizers", "FieldValueInvalid")]);
+        assert_eq!(
+            f(&validate_namespace(&ns)),
+            vec![("spec.finalizers", "FieldValueInvalid")]
+        );
     }
 
     #[test]
@@ -195,7 +242,10 @@ mod tests {
             {"key": "b", "effect": "Sometimes"}]}});
         assert_eq!(
             f(&validate_node(&n)),
-            vec![("spec.taints[1]", "FieldValueDuplicate"), ("spec.taints[2].effect", "FieldValueNotSupported")]
+            vec![
+                ("spec.taints[1]", "FieldValueDuplicate"),
+                ("spec.taints[2].effect", "FieldValueNotSupported")
+            ]
         );
     }
 
@@ -204,7 +254,10 @@ mod tests {
         let l = json!({"spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}});
         assert_eq!(
             f(&validate_lease(&l)),
-            vec![("spec.leaseDurationSeconds", "FieldValueInvalid"), ("spec.leaseTransitions", "FieldValueInvalid")]
+            vec![
+                ("spec.leaseDurationSeconds", "FieldValueInvalid"),
+                ("spec.leaseTransitions", "FieldValueInvalid")
+            ]
         );
     }
 
@@ -213,22 +266,41 @@ mod tests {
         let ok = json!({"metadata": {"name": "high"}, "value": 1000});
         assert_eq!(f(&validate_priority_class(&ok, None)), vec![]);
         let big = json!({"metadata": {"name": "high"}, "value": 2_000_000_000i64});
-        assert_eq!(f(&validate_priority_class(&big, None)), vec![("value", "FieldValueForbidden")]);
+        assert_eq!(
+            f(&validate_priority_class(&big, None)),
+            vec![("value", "FieldValueForbidden")]
+        );
         let sys = json!({"metadata": {"name": "system-foo"}, "value": 1});
-        assert_eq!(f(&validate_priority_class(&sys, None)), vec![("metadata.name", "FieldValueForbidden")]);
-        let known = json!({"metadata": {"name": "system-node-critical"}, "value": 2_000_001_000i64});
+        assert_eq!(
+            f(&validate_priority_class(&sys, None)),
+            vec![("metadata.name", "FieldValueForbidden")]
+        );
+        let known =
+            json!({"metadata": {"name": "system-node-critical"}, "value": 2_000_001_000i64});
         assert_eq!(f(&validate_priority_class(&known, None)), vec![]);
         let missing = json!({"metadata": {"name": "x"}});
-        assert_eq!(f(&validate_priority_class(&missing, None)), vec![("value", "FieldValueRequired")]);
+        assert_eq!(
+            f(&validate_priority_class(&missing, None)),
+            vec![("value", "FieldValueRequired")]
+        );
         let changed = json!({"metadata": {"name": "high"}, "value": 1001});
-        assert_eq!(f(&validate_priority_class(&changed, Some(&ok))), vec![("value", "FieldValueForbidden")]);
+        assert_eq!(
+            f(&validate_priority_class(&changed, Some(&ok))),
+            vec![("value", "FieldValueForbidden")]
+        );
     }
 
     #[test]
     fn events() {
         let e = json!({"metadata": {"namespace": "a"}, "involvedObject": {"namespace": "b"}});
-        assert_eq!(f(&validate_event(&e, "")), vec![("involvedObject.namespace", "FieldValueInvalid")]);
-        assert_eq!(f(&validate_event(&json!({}), "")), vec![("involvedObject", "FieldValueRequired")]);
+        assert_eq!(
+            f(&validate_event(&e, "")),
+            vec![("involvedObject.namespace", "FieldValueInvalid")]
+        );
+        assert_eq!(
+            f(&validate_event(&json!({}), "")),
+            vec![("involvedObject", "FieldValueRequired")]
+        );
         let v1 = json!({"eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "kubesim.io/x",
                         "reportingInstance": "i", "action": "Run", "reason": "R", "type": "Normal"});
         assert_eq!(f(&validate_event(&v1, "events.k8s.io")), vec![]);

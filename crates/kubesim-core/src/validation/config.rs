@@ -32,7 +32,11 @@ pub fn validate_config_map(cm: &Value, old: Option<&Value>) -> Vec<Cause> {
             fields::each_invalid(&mut out, &key("binaryData", k), k, names::config_map_key(k));
             match decode(v) {
                 Some(n) => total = total.saturating_add(n),
-                None => out.push(fields::invalid(key("binaryData", k), v, "must be base64 encoded")),
+                None => out.push(fields::invalid(
+                    key("binaryData", k),
+                    v,
+                    "must be base64 encoded",
+                )),
             }
         }
     }
@@ -91,20 +95,19 @@ pub fn validate_secret(secret: &Value, old: Option<&Value>) -> Vec<Cause> {
         }
         "kubernetes.io/tls" => required_keys(&mut out, &has_key, &["tls.crt", "tls.key"]),
         "kubernetes.io/ssh-auth" => required_keys(&mut out, &has_key, &["ssh-privatekey"]),
-        "kubernetes.io/basic-auth" => {
-            if !has_key("username") && !has_key("password") {
-                out.push(fields::required_msg(
-                    "data[username]",
-                    "",
-                ));
-                out.push(fields::required_msg("data[password]", ""));
-            }
+        // Basic auth needs at least one of the two credentials.
+        "kubernetes.io/basic-auth" if !has_key("username") && !has_key("password") => {
+            out.push(fields::required(key("data", "username")));
+            out.push(fields::required(key("data", "password")));
         }
         _ => {}
     }
     if let Some(old) = old {
         if s(old, "type") != ty {
-            out.push(fields::immutable("type", secret.get("type").unwrap_or(&Value::Null)));
+            out.push(fields::immutable(
+                "type",
+                secret.get("type").unwrap_or(&Value::Null),
+            ));
         }
     }
     out.extend(immutability(secret, old));
@@ -146,7 +149,10 @@ fn immutability(new: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
     for k in ["data", "binaryData"] {
         if new.get(k) != old.get(k) {
-            out.push(fields::forbidden(k, "field is immutable when `immutable` is set"));
+            out.push(fields::forbidden(
+                k,
+                "field is immutable when `immutable` is set",
+            ));
         }
     }
     out
@@ -158,7 +164,9 @@ mod tests {
     use serde_json::json;
 
     fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect()
+        c.iter()
+            .map(|c| (c.field.as_str(), c.reason.as_str()))
+            .collect()
     }
 
     #[test]
@@ -167,27 +175,45 @@ mod tests {
         let c = validate_config_map(&cm, None);
         assert_eq!(
             f(&c),
-            vec![("data[bad/key]", "FieldValueInvalid"), ("data[dup]", "FieldValueInvalid")]
+            vec![
+                ("data[bad/key]", "FieldValueInvalid"),
+                ("data[dup]", "FieldValueInvalid")
+            ]
         );
         let big = json!({"data": {"a": "x".repeat(MAX_SIZE + 1)}});
-        assert_eq!(f(&validate_config_map(&big, None)), vec![("", "FieldValueTooLong")]);
+        assert_eq!(
+            f(&validate_config_map(&big, None)),
+            vec![("", "FieldValueTooLong")]
+        );
     }
 
     #[test]
     fn immutable_config_map() {
         let old = json!({"immutable": true, "data": {"a": "1"}});
         let new = json!({"immutable": true, "data": {"a": "2"}});
-        assert_eq!(f(&validate_config_map(&new, Some(&old))), vec![("data", "FieldValueForbidden")]);
+        assert_eq!(
+            f(&validate_config_map(&new, Some(&old))),
+            vec![("data", "FieldValueForbidden")]
+        );
     }
 
     #[test]
     fn secrets() {
         let s = json!({"type": "Opaque", "data": {"a": "aGk=", "b": "!!"}});
-        assert_eq!(f(&validate_secret(&s, None)), vec![("data[b]", "FieldValueInvalid")]);
+        assert_eq!(
+            f(&validate_secret(&s, None)),
+            vec![("data[b]", "FieldValueInvalid")]
+        );
         let tls = json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "eA=="}});
-        assert_eq!(f(&validate_secret(&tls, None)), vec![("data[tls.key]", "FieldValueRequired")]);
+        assert_eq!(
+            f(&validate_secret(&tls, None)),
+            vec![("data[tls.key]", "FieldValueRequired")]
+        );
         let old = json!({"type": "Opaque"});
-        let c = validate_secret(&json!({"type": "kubernetes.io/ssh-auth", "data": {"ssh-privatekey": ""}}), Some(&old));
+        let c = validate_secret(
+            &json!({"type": "kubernetes.io/ssh-auth", "data": {"ssh-privatekey": ""}}),
+            Some(&old),
+        );
         assert_eq!(f(&c), vec![("type", "FieldValueInvalid")]);
     }
 }

@@ -27,7 +27,12 @@ pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     if group.is_empty() {
         out.push(fields::required("spec.group"));
     } else {
-        fields::each_invalid(&mut out, "spec.group", group, names::dns1123_subdomain(group));
+        fields::each_invalid(
+            &mut out,
+            "spec.group",
+            group,
+            names::dns1123_subdomain(group),
+        );
         if group.split('.').count() < 2 {
             out.push(fields::invalid_str(
                 "spec.group",
@@ -40,7 +45,11 @@ pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     if scope.is_empty() {
         out.push(fields::required("spec.scope"));
     } else if scope != "Cluster" && scope != "Namespaced" {
-        out.push(fields::unsupported("spec.scope", scope, &["Cluster", "Namespaced"]));
+        out.push(fields::unsupported(
+            "spec.scope",
+            scope,
+            &["Cluster", "Namespaced"],
+        ));
     }
     validate_names(names_v, "spec.names", &mut out);
     validate_versions(spec, &mut out);
@@ -82,7 +91,10 @@ fn validate_names(n: &Value, p: &str, out: &mut Vec<Cause>) {
                 out.push(fields::invalid_str(
                     path,
                     v,
-                    &format!("may have mixed case, but should otherwise match: {}", msgs.join(",")),
+                    &format!(
+                        "may have mixed case, but should otherwise match: {}",
+                        msgs.join(",")
+                    ),
                 ));
             }
         }
@@ -98,7 +110,11 @@ fn validate_names(n: &Value, p: &str, out: &mut Vec<Cause>) {
         let v = sn.as_str().unwrap_or("");
         let msgs = names::dns1035_label(v);
         if !msgs.is_empty() {
-            out.push(fields::invalid_str(index(&child(p, "shortNames"), i), v, &msgs.join(",")));
+            out.push(fields::invalid_str(
+                index(&child(p, "shortNames"), i),
+                v,
+                &msgs.join(","),
+            ));
         }
     }
 }
@@ -120,7 +136,11 @@ fn validate_versions(spec: &Value, out: &mut Vec<Cause>) {
         let name = s(v, "name");
         let msgs = names::dns1035_label(name);
         if !msgs.is_empty() {
-            out.push(fields::invalid_str(child(&p, "name"), name, &msgs.join(",")));
+            out.push(fields::invalid_str(
+                child(&p, "name"),
+                name,
+                &msgs.join(","),
+            ));
         }
         unique &= seen.insert(name.to_string());
         if fields::bool_of(v, "storage") {
@@ -168,7 +188,9 @@ mod tests {
     }
 
     fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect()
+        c.iter()
+            .map(|c| (c.field.as_str(), c.reason.as_str()))
+            .collect()
     }
 
     #[test]
@@ -197,7 +219,10 @@ mod tests {
             {"name": "v2", "storage": true, "schema": {"openAPIV3Schema": {}}}]);
         assert_eq!(
             f(&validate_crd(&c, None)),
-            vec![("spec.scope", "FieldValueNotSupported"), ("spec.versions", "FieldValueInvalid")]
+            vec![
+                ("spec.scope", "FieldValueNotSupported"),
+                ("spec.versions", "FieldValueInvalid")
+            ]
         );
     }
 }

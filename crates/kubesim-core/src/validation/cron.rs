@@ -13,15 +13,41 @@ const MONTHS: &[&str] = &[
 const DAYS: &[&str] = &["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
 const FIELDS: [Field; 5] = [
-    Field { min: 0, max: 59, names: &[] },
-    Field { min: 0, max: 23, names: &[] },
-    Field { min: 1, max: 31, names: &[] },
-    Field { min: 1, max: 12, names: MONTHS },
-    Field { min: 0, max: 6, names: DAYS },
+    Field {
+        min: 0,
+        max: 59,
+        names: &[],
+    },
+    Field {
+        min: 0,
+        max: 23,
+        names: &[],
+    },
+    Field {
+        min: 1,
+        max: 31,
+        names: &[],
+    },
+    Field {
+        min: 1,
+        max: 12,
+        names: MONTHS,
+    },
+    Field {
+        min: 0,
+        max: 6,
+        names: DAYS,
+    },
 ];
 
 const DESCRIPTORS: &[&str] = &[
-    "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly",
+    "@yearly",
+    "@annually",
+    "@monthly",
+    "@weekly",
+    "@daily",
+    "@midnight",
+    "@hourly",
 ];
 
 /// Checks a schedule; the error text is what the API reports after
@@ -39,7 +65,10 @@ pub fn check(spec: &str) -> Result<(), String> {
             return if valid_duration(d.trim()) {
                 Ok(())
             } else {
-                Err(format!("failed to parse duration {spec}: time: invalid duration {}", quote(d.trim())))
+                Err(format!(
+                    "failed to parse duration {spec}: time: invalid duration {}",
+                    quote(d.trim())
+                ))
             };
         }
         return Err(format!("unrecognized descriptor: {spec}"));
@@ -92,17 +121,30 @@ fn check_range(expr: &str, f: &Field, allow_question: bool) -> Result<(), String
         match st.parse::<u32>() {
             Ok(0) => return Err(format!("step of range should be a positive number: {expr}")),
             Ok(_) => {}
-            Err(_) => return Err(format!("failed to parse int from {st}: strconv.Atoi: parsing {}: invalid syntax", quote(st))),
+            Err(_) => {
+                return Err(format!(
+                    "failed to parse int from {st}: strconv.Atoi: parsing {}: invalid syntax",
+                    quote(st)
+                ))
+            }
         }
     }
     if start < f.min {
-        return Err(format!("beginning of range ({start}) below minimum ({}): {expr}", f.min));
+        return Err(format!(
+            "beginning of range ({start}) below minimum ({}): {expr}",
+            f.min
+        ));
     }
     if end > f.max {
-        return Err(format!("end of range ({end}) above maximum ({}): {expr}", f.max));
+        return Err(format!(
+            "end of range ({end}) above maximum ({}): {expr}",
+            f.max
+        ));
     }
     if start > end {
-        return Err(format!("beginning of range ({start}) beyond end of range ({end}): {expr}"));
+        return Err(format!(
+            "beginning of range ({start}) beyond end of range ({end}): {expr}"
+        ));
     }
     Ok(())
 }
@@ -119,8 +161,12 @@ fn number(s: &str, f: &Field) -> Result<u32, String> {
             quote(s)
         ));
     }
-    s.parse::<u32>()
-        .map_err(|_| format!("failed to parse int from {s}: strconv.Atoi: parsing {}: value out of range", quote(s)))
+    s.parse::<u32>().map_err(|_| {
+        format!(
+            "failed to parse int from {s}: strconv.Atoi: parsing {}: value out of range",
+            quote(s)
+        )
+    })
 }
 
 /// A Go duration such as `1h30m`, `90s`, `1.5h`.
@@ -183,7 +229,10 @@ mod tests {
             check("* * 0 * *"),
             Err("beginning of range (0) below minimum (1): 0".into())
         );
-        assert_eq!(check("@often"), Err("unrecognized descriptor: @often".into()));
+        assert_eq!(
+            check("@often"),
+            Err("unrecognized descriptor: @often".into())
+        );
         assert!(check("*/0 * * * *").is_err());
         assert!(check("1-2-3 * * * *").is_err());
         assert!(check("x * * * *").is_err());

@@ -67,7 +67,11 @@ pub fn required_msg(field: impl Into<String>, detail: &str) -> Cause {
     if detail.is_empty() {
         return Cause::required(field);
     }
-    Cause::new("FieldValueRequired", field, format!("Required value: {detail}"))
+    Cause::new(
+        "FieldValueRequired",
+        field,
+        format!("Required value: {detail}"),
+    )
 }
 
 pub fn invalid_str(field: impl Into<String>, value: &str, detail: &str) -> Cause {

@@ -49,8 +49,15 @@ pub fn validate_object_meta(obj: &Value, rule: NameRule, builtin: bool) -> Vec<C
         fields::each_invalid(&mut out, "metadata.name", name, msgs);
     }
     out.extend(validate_labels(meta.get("labels"), "metadata.labels"));
-    out.extend(validate_annotations(meta.get("annotations"), "metadata.annotations"));
-    out.extend(validate_finalizers(meta.get("finalizers"), "metadata.finalizers", builtin));
+    out.extend(validate_annotations(
+        meta.get("annotations"),
+        "metadata.annotations",
+    ));
+    out.extend(validate_finalizers(
+        meta.get("finalizers"),
+        "metadata.finalizers",
+        builtin,
+    ));
     out.extend(validate_owner_references(meta));
     out
 }
@@ -140,7 +147,11 @@ fn validate_owner_references(meta: &Value) -> Vec<Cause> {
         }
         for k in ["kind", "name", "uid"] {
             if s(r, k).is_empty() {
-                out.push(fields::invalid_str(child(path, k), s(r, k), "must not be empty"));
+                out.push(fields::invalid_str(
+                    child(path, k),
+                    s(r, k),
+                    "must not be empty",
+                ));
             }
         }
         if fields::bool_of(r, "controller") {
@@ -173,7 +184,10 @@ mod tests {
     fn name_required_unless_generate_name() {
         let c = validate_object_meta(&json!({"metadata": {}}), NameRule::Dns1123Subdomain, true);
         assert_eq!(c[0].field, "metadata.name");
-        assert_eq!(c[0].message, "Required value: name or generateName is required");
+        assert_eq!(
+            c[0].message,
+            "Required value: name or generateName is required"
+        );
         let c = validate_object_meta(
             &json!({"metadata": {"generateName": "web-"}}),
             NameRule::Dns1123Subdomain,
@@ -191,7 +205,10 @@ mod tests {
                 true,
             );
             assert_eq!(c.len(), 1, "{n}");
-            assert_eq!(c[0].message, format!("Invalid value: \"{n}\": may not be '{n}'"));
+            assert_eq!(
+                c[0].message,
+                format!("Invalid value: \"{n}\": may not be '{n}'")
+            );
         }
     }
 

@@ -47,8 +47,7 @@ pub fn validate(resource: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Ve
     if !obj.is_object() {
         return vec![fields::required("metadata.name")];
     }
-    let mut out =
-        metadata::validate_object_meta(obj, name_rule(resource), !resource.is_custom());
+    let mut out = metadata::validate_object_meta(obj, name_rule(resource), !resource.is_custom());
     if resource.is_custom() {
         return out;
     }

@@ -24,9 +24,11 @@ const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', 
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
+const CONFIG_KEY_MSG: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
 const CONFIG_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
-const PERCENT_MSG: &str = "a valid percent string must be a numeric string followed by an ending '%'";
+const PERCENT_MSG: &str =
+    "a valid percent string must be a numeric string followed by an ending '%'";
 
 /// Upstream's `RegexError`: message, examples, then the pattern.
 pub fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
@@ -386,7 +388,10 @@ mod tests {
     #[test]
     fn ports() {
         assert!(port_name("http").is_empty());
-        assert_eq!(port_name("80"), vec!["must contain at least one letter (a-z)"]);
+        assert_eq!(
+            port_name("80"),
+            vec!["must contain at least one letter (a-z)"]
+        );
         assert!(port_number(0).len() == 1 && port_number(65535).is_empty());
         assert!(percent("25%").is_empty() && !percent("x%").is_empty());
     }

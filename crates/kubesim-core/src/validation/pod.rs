@@ -39,7 +39,10 @@ pub fn validate_pod_template(template: Option<&Value>, path: &str) -> Vec<Cause>
     let empty = Value::Null;
     let meta = t.get("metadata").unwrap_or(&empty);
     let mpath = child(path, "metadata");
-    out.extend(validate_labels(meta.get("labels"), &child(&mpath, "labels")));
+    out.extend(validate_labels(
+        meta.get("labels"),
+        &child(&mpath, "labels"),
+    ));
     out.extend(validate_annotations(
         meta.get("annotations"),
         &child(&mpath, "annotations"),
@@ -63,7 +66,10 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
     // Names are unique across init and regular containers: both kinds share
     // the pod's status and log namespace.
     let mut seen = BTreeSet::new();
-    for (list, field) in [("initContainers", "initContainers"), ("containers", "containers")] {
+    for (list, field) in [
+        ("initContainers", "initContainers"),
+        ("containers", "containers"),
+    ] {
         for (i, c) in arr(spec, list).iter().enumerate() {
             let p = index(&child(path, field), i);
             validate_container(c, &p, &volumes, &mut seen, &mut out);
@@ -73,13 +79,21 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
     if rp.is_empty() {
         out.push(fields::required(child(path, "restartPolicy")));
     } else if !RESTART_POLICIES.contains(&rp) {
-        out.push(fields::unsupported(child(path, "restartPolicy"), rp, RESTART_POLICIES));
+        out.push(fields::unsupported(
+            child(path, "restartPolicy"),
+            rp,
+            RESTART_POLICIES,
+        ));
     }
     let dp = s(spec, "dnsPolicy");
     if dp.is_empty() {
         out.push(fields::required(child(path, "dnsPolicy")));
     } else if !DNS_POLICIES.contains(&dp) {
-        out.push(fields::unsupported(child(path, "dnsPolicy"), dp, DNS_POLICIES));
+        out.push(fields::unsupported(
+            child(path, "dnsPolicy"),
+            dp,
+            DNS_POLICIES,
+        ));
     }
     if dp == "None" && spec.get("dnsConfig").is_none_or(Value::is_null) {
         out.push(fields::required_msg(
@@ -110,7 +124,10 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
         ));
     }
     if let Some(Value::Object(_)) = spec.get("nodeSelector") {
-        out.extend(validate_labels(spec.get("nodeSelector"), &child(path, "nodeSelector")));
+        out.extend(validate_labels(
+            spec.get("nodeSelector"),
+            &child(path, "nodeSelector"),
+        ));
     }
     let sa = s(spec, "serviceAccountName");
     if !sa.is_empty() {
@@ -174,7 +191,11 @@ fn validate_container(
     if pull.is_empty() {
         out.push(fields::required(child(p, "imagePullPolicy")));
     } else if !PULL_POLICIES.contains(&pull) {
-        out.push(fields::unsupported(child(p, "imagePullPolicy"), pull, PULL_POLICIES));
+        out.push(fields::unsupported(
+            child(p, "imagePullPolicy"),
+            pull,
+            PULL_POLICIES,
+        ));
     }
     let tmp = s(c, "terminationMessagePolicy");
     if tmp.is_empty() {
@@ -223,7 +244,11 @@ fn validate_container_ports(c: &Value, p: &str, out: &mut Vec<Cause>) {
         if proto.is_empty() {
             out.push(fields::required(child(&pp, "protocol")));
         } else if !PROTOCOLS.contains(&proto) {
-            out.push(fields::unsupported(child(&pp, "protocol"), proto, PROTOCOLS));
+            out.push(fields::unsupported(
+                child(&pp, "protocol"),
+                proto,
+                PROTOCOLS,
+            ));
         }
     }
 }
@@ -242,7 +267,11 @@ fn validate_mounts(c: &Value, p: &str, volumes: &BTreeSet<String>, out: &mut Vec
         if path.is_empty() {
             out.push(fields::required(child(&mp, "mountPath")));
         } else if !paths.insert(path.to_string()) {
-            out.push(fields::invalid_str(child(&mp, "mountPath"), path, "must be unique"));
+            out.push(fields::invalid_str(
+                child(&mp, "mountPath"),
+                path,
+                "must be unique",
+            ));
         }
     }
 }
@@ -334,7 +363,11 @@ fn validate_tolerations(spec: &Value, path: &str, out: &mut Vec<Cause>) {
         }
         let effect = s(t, "effect");
         if !effect.is_empty() && !TAINT_EFFECTS.contains(&effect) {
-            out.push(fields::unsupported(child(&tp, "effect"), effect, TAINT_EFFECTS));
+            out.push(fields::unsupported(
+                child(&tp, "effect"),
+                effect,
+                TAINT_EFFECTS,
+            ));
         }
         if has(t, "tolerationSeconds") && effect != "NoExecute" {
             out.push(fields::invalid_str(
@@ -356,11 +389,19 @@ pub fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
     };
     let path = "spec.activeDeadlineSeconds";
     match (
-        new_spec.get("activeDeadlineSeconds").and_then(Value::as_i64),
-        old_spec.get("activeDeadlineSeconds").and_then(Value::as_i64),
+        new_spec
+            .get("activeDeadlineSeconds")
+            .and_then(Value::as_i64),
+        old_spec
+            .get("activeDeadlineSeconds")
+            .and_then(Value::as_i64),
     ) {
         (Some(n), Some(o)) if n > o => {
-            out.push(fields::invalid_int(path, n, "must be less than or equal to previous value"));
+            out.push(fields::invalid_int(
+                path,
+                n,
+                "must be less than or equal to previous value",
+            ));
             return out;
         }
         (None, Some(_)) => {
@@ -437,7 +478,9 @@ mod tests {
     }
 
     fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect()
+        c.iter()
+            .map(|c| (c.field.as_str(), c.reason.as_str()))
+            .collect()
     }
 
     #[test]
@@ -447,7 +490,9 @@ mod tests {
 
     #[test]
     fn containers_required() {
-        let c = validate_pod(&json!({"spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}));
+        let c = validate_pod(
+            &json!({"spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}}),
+        );
         assert_eq!(f(&c), vec![("spec.containers", "FieldValueRequired")]);
         let c = validate_pod(&json!({}));
         assert_eq!(f(&c), vec![("spec.containers", "FieldValueRequired")]);
@@ -470,10 +515,19 @@ mod tests {
                 ("spec.containers[0].name", "FieldValueRequired"),
                 ("spec.containers[1].name", "FieldValueInvalid"),
                 ("spec.containers[1].image", "FieldValueRequired"),
-                ("spec.containers[1].imagePullPolicy", "FieldValueNotSupported"),
+                (
+                    "spec.containers[1].imagePullPolicy",
+                    "FieldValueNotSupported"
+                ),
                 ("spec.containers[2].name", "FieldValueDuplicate"),
-                ("spec.containers[2].ports[0].containerPort", "FieldValueInvalid"),
-                ("spec.containers[2].ports[1].protocol", "FieldValueNotSupported"),
+                (
+                    "spec.containers[2].ports[0].containerPort",
+                    "FieldValueInvalid"
+                ),
+                (
+                    "spec.containers[2].ports[1].protocol",
+                    "FieldValueNotSupported"
+                ),
             ]
         );
         assert_eq!(
@@ -514,8 +568,14 @@ mod tests {
         assert_eq!(
             f(&c),
             vec![
-                ("spec.containers[0].resources.limits[memory]", "FieldValueInvalid"),
-                ("spec.containers[0].resources.requests[cpu]", "FieldValueInvalid"),
+                (
+                    "spec.containers[0].resources.limits[memory]",
+                    "FieldValueInvalid"
+                ),
+                (
+                    "spec.containers[0].resources.requests[cpu]",
+                    "FieldValueInvalid"
+                ),
             ]
         );
         assert_eq!(
@@ -535,8 +595,14 @@ mod tests {
             f(&c),
             vec![
                 ("spec.volumes[1].name", "FieldValueDuplicate"),
-                ("spec.containers[0].volumeMounts[1].name", "FieldValueNotFound"),
-                ("spec.containers[0].volumeMounts[1].mountPath", "FieldValueInvalid"),
+                (
+                    "spec.containers[0].volumeMounts[1].name",
+                    "FieldValueNotFound"
+                ),
+                (
+                    "spec.containers[0].volumeMounts[1].mountPath",
+                    "FieldValueInvalid"
+                ),
             ]
         );
     }
@@ -554,12 +620,17 @@ mod tests {
         bad["spec"]["restartPolicy"] = json!("Never");
         let c = validate_pod_update(&bad, &old);
         assert_eq!(f(&c), vec![("spec", "FieldValueForbidden")]);
-        assert!(c[0].message.starts_with("Forbidden: pod updates may not change fields other than `spec.containers[*].image`"));
+        assert!(c[0].message.starts_with(
+            "Forbidden: pod updates may not change fields other than `spec.containers[*].image`"
+        ));
 
         let mut longer = new.clone();
         longer["spec"]["activeDeadlineSeconds"] = json!(60);
         let c = validate_pod_update(&longer, &new);
-        assert_eq!(f(&c), vec![("spec.activeDeadlineSeconds", "FieldValueInvalid")]);
+        assert_eq!(
+            f(&c),
+            vec![("spec.activeDeadlineSeconds", "FieldValueInvalid")]
+        );
 
         let mut removed = new.clone();
         removed["spec"]["tolerations"] = json!([]);

@@ -40,7 +40,13 @@ pub fn validate_pdb(pdb: &Value) -> Vec<Cause> {
     out
 }
 
-const METRIC_TYPES: &[&str] = &["ContainerResource", "External", "Object", "Pods", "Resource"];
+const METRIC_TYPES: &[&str] = &[
+    "ContainerResource",
+    "External",
+    "Object",
+    "Pods",
+    "Resource",
+];
 const TARGET_TYPES: &[&str] = &["AverageValue", "Utilization", "Value"];
 
 pub fn validate_hpa(hpa: &Value) -> Vec<Cause> {
@@ -57,7 +63,11 @@ pub fn validate_hpa(hpa: &Value) -> Vec<Cause> {
         ));
     }
     if max < 1 {
-        out.push(fields::invalid_int("spec.maxReplicas", max, "must be greater than 0"));
+        out.push(fields::invalid_int(
+            "spec.maxReplicas",
+            max,
+            "must be greater than 0",
+        ));
     }
     if let Some(m) = min {
         if max < m {
@@ -87,7 +97,10 @@ pub fn validate_hpa(hpa: &Value) -> Vec<Cause> {
 fn validate_metric(m: &Value, p: &str, out: &mut Vec<Cause>) {
     let ty = s(m, "type");
     if ty.is_empty() {
-        out.push(fields::required_msg(child(p, "type"), "must specify a metric source type"));
+        out.push(fields::required_msg(
+            child(p, "type"),
+            "must specify a metric source type",
+        ));
         return;
     }
     if !METRIC_TYPES.contains(&ty) {
@@ -118,7 +131,10 @@ fn validate_metric(m: &Value, p: &str, out: &mut Vec<Cause>) {
     let tp = child(&sp, "target");
     let tt = s(target, "type");
     if tt.is_empty() {
-        out.push(fields::required_msg(child(&tp, "type"), "must specify a metric target type"));
+        out.push(fields::required_msg(
+            child(&tp, "type"),
+            "must specify a metric target type",
+        ));
     } else if !TARGET_TYPES.contains(&tt) {
         out.push(fields::unsupported(child(&tp, "type"), tt, TARGET_TYPES));
     }
@@ -139,19 +155,27 @@ mod tests {
     use serde_json::json;
 
     fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect()
+        c.iter()
+            .map(|c| (c.field.as_str(), c.reason.as_str()))
+            .collect()
     }
 
     #[test]
     fn pdb_rules() {
-        let ok = json!({"spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "a"}}}});
+        let ok =
+            json!({"spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "a"}}}});
         assert_eq!(f(&validate_pdb(&ok)), vec![]);
         let both = json!({"spec": {"minAvailable": 1, "maxUnavailable": "150%"}});
         assert_eq!(
             f(&validate_pdb(&both)),
-            vec![("spec", "FieldValueInvalid"), ("spec.maxUnavailable", "FieldValueInvalid")]
+            vec![
+                ("spec", "FieldValueInvalid"),
+                ("spec.maxUnavailable", "FieldValueInvalid")
+            ]
         );
-        assert!(validate_pdb(&both)[0].message.ends_with("minAvailable and maxUnavailable cannot be both set"));
+        assert!(validate_pdb(&both)[0]
+            .message
+            .ends_with("minAvailable and maxUnavailable cannot be both set"));
     }
 
     #[test]

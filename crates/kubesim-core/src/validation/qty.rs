@@ -99,7 +99,7 @@ mod tests {
         assert_eq!(parse("100m"), Some(Nano(100_000_000)));
         assert_eq!(parse("1"), Some(Nano(1_000_000_000)));
         assert_eq!(parse("0.5"), parse("500m"));
-        assert_eq!(parse("1Ki"), Some(Nano(1024_000_000_000)));
+        assert_eq!(parse("1Ki"), Some(Nano(1_024_000_000_000)));
         assert_eq!(parse("1e3"), parse("1k"));
         assert_eq!(parse("-1"), Some(Nano(-1_000_000_000)));
         assert!(parse("1Gi") > parse("1G"));

@@ -49,7 +49,10 @@ pub fn validate_label_selector(sel: &Value, path: &str) -> Vec<Cause> {
             );
         }
     }
-    out.extend(validate_labels(sel.get("matchLabels"), &child(path, "matchLabels")));
+    out.extend(validate_labels(
+        sel.get("matchLabels"),
+        &child(path, "matchLabels"),
+    ));
     out
 }
 
@@ -98,7 +101,10 @@ mod tests {
                                  {"key": "x", "operator": "DoesNotExist"}]});
         assert!(matches(&sel, Some(&json!({"app": "web", "tier": "a"}))));
         assert!(!matches(&sel, Some(&json!({"app": "web", "tier": "c"}))));
-        assert!(!matches(&sel, Some(&json!({"app": "web", "tier": "a", "x": ""}))));
+        assert!(!matches(
+            &sel,
+            Some(&json!({"app": "web", "tier": "a", "x": ""}))
+        ));
         assert!(!matches(&sel, None));
         assert!(is_empty(&json!({})));
     }

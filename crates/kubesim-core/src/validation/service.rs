@@ -40,7 +40,12 @@ pub fn validate_service(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             out.push(fields::required("spec.externalName"));
         } else {
             let trimmed = en.strip_suffix('.').unwrap_or(en);
-            fields::each_invalid(&mut out, "spec.externalName", en, names::dns1123_subdomain(trimmed));
+            fields::each_invalid(
+                &mut out,
+                "spec.externalName",
+                en,
+                names::dns1123_subdomain(trimmed),
+            );
         }
     }
     let require_name = ports.len() > 1;
@@ -51,7 +56,12 @@ pub fn validate_service(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         if require_name && name.is_empty() {
             out.push(fields::required(child(&pp, "name")));
         } else if !name.is_empty() {
-            fields::each_invalid(&mut out, &child(&pp, "name"), name, names::dns1123_label(name));
+            fields::each_invalid(
+                &mut out,
+                &child(&pp, "name"),
+                name,
+                names::dns1123_label(name),
+            );
             if !port_names.insert(name.to_string()) {
                 out.push(fields::duplicate(child(&pp, "name"), &Value::from(name)));
             }
@@ -64,7 +74,11 @@ pub fn validate_service(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         if proto.is_empty() {
             out.push(fields::required(child(&pp, "protocol")));
         } else if !PROTOCOLS.contains(&proto) {
-            out.push(fields::unsupported(child(&pp, "protocol"), proto, PROTOCOLS));
+            out.push(fields::unsupported(
+                child(&pp, "protocol"),
+                proto,
+                PROTOCOLS,
+            ));
         }
         match p.get("targetPort") {
             Some(Value::Number(n)) => {
@@ -78,7 +92,11 @@ pub fn validate_service(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             }
             _ => {}
         }
-        if let Some(np) = p.get("nodePort").and_then(Value::as_i64).filter(|n| *n != 0) {
+        if let Some(np) = p
+            .get("nodePort")
+            .and_then(Value::as_i64)
+            .filter(|n| *n != 0)
+        {
             if ty == "ClusterIP" {
                 out.push(fields::forbidden(
                     child(&pp, "nodePort"),
@@ -105,17 +123,29 @@ pub fn validate_service(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     for k in ["externalTrafficPolicy", "internalTrafficPolicy"] {
         let v = s(spec, k);
         if !v.is_empty() && !TRAFFIC_POLICIES.contains(&v) {
-            out.push(fields::unsupported(format!("spec.{k}"), v, TRAFFIC_POLICIES));
+            out.push(fields::unsupported(
+                format!("spec.{k}"),
+                v,
+                TRAFFIC_POLICIES,
+            ));
         }
     }
     let fp = s(spec, "ipFamilyPolicy");
     if !fp.is_empty() && !FAMILY_POLICIES.contains(&fp) {
-        out.push(fields::unsupported("spec.ipFamilyPolicy", fp, FAMILY_POLICIES));
+        out.push(fields::unsupported(
+            "spec.ipFamilyPolicy",
+            fp,
+            FAMILY_POLICIES,
+        ));
     }
     for (i, f) in arr(spec, "ipFamilies").iter().enumerate() {
         let f = f.as_str().unwrap_or("");
         if !FAMILIES.contains(&f) {
-            out.push(fields::unsupported(index("spec.ipFamilies", i), f, FAMILIES));
+            out.push(fields::unsupported(
+                index("spec.ipFamilies", i),
+                f,
+                FAMILIES,
+            ));
         }
     }
     if headless && (ty == "LoadBalancer" || ty == "NodePort") {
@@ -131,7 +161,11 @@ pub fn validate_service(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         let new_ip = s(spec, "clusterIP");
         // ExternalName services have no IP, so a type change may drop it.
         if !old_ip.is_empty() && !new_ip.is_empty() && old_ip != new_ip && ty != "ExternalName" {
-            out.push(fields::invalid_str("spec.clusterIPs[0]", new_ip, "may not change once set"));
+            out.push(fields::invalid_str(
+                "spec.clusterIPs[0]",
+                new_ip,
+                "may not change once set",
+            ));
         }
     }
     out
@@ -150,7 +184,9 @@ mod tests {
     }
 
     fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect()
+        c.iter()
+            .map(|c| (c.field.as_str(), c.reason.as_str()))
+            .collect()
     }
 
     #[test]
@@ -162,7 +198,10 @@ mod tests {
     fn ports_required_unless_headless_or_external() {
         let mut s = svc();
         s["spec"]["ports"] = json!([]);
-        assert_eq!(f(&validate_service(&s, None)), vec![("spec.ports", "FieldValueRequired")]);
+        assert_eq!(
+            f(&validate_service(&s, None)),
+            vec![("spec.ports", "FieldValueRequired")]
+        );
         s["spec"]["clusterIP"] = json!("None");
         assert_eq!(f(&validate_service(&s, None)), vec![]);
         let e = json!({"spec": {"type": "ExternalName", "sessionAffinity": "None", "externalName": "example.com"}});
@@ -206,6 +245,9 @@ mod tests {
         old["spec"]["clusterIP"] = json!("10.96.0.10");
         let mut new = old.clone();
         new["spec"]["clusterIP"] = json!("10.96.0.11");
-        assert_eq!(f(&validate_service(&new, Some(&old))), vec![("spec.clusterIPs[0]", "FieldValueInvalid")]);
+        assert_eq!(
+            f(&validate_service(&new, Some(&old))),
+            vec![("spec.clusterIPs[0]", "FieldValueInvalid")]
+        );
     }
 }

@@ -42,7 +42,12 @@ fn service_names_are_dns1035() {
 #[test]
 fn rbac_names_allow_colons() {
     let cr = info("rbac.authorization.k8s.io", "clusterroles");
-    assert!(validate(&cr, &json!({"metadata": {"name": "system:controller:x"}}), None).is_empty());
+    assert!(validate(
+        &cr,
+        &json!({"metadata": {"name": "system:controller:x"}}),
+        None
+    )
+    .is_empty());
     let c = validate(&cr, &json!({"metadata": {"name": "a/b"}}), None);
     assert_eq!(c[0].message, "Invalid value: \"a/b\": may not contain '/'");
 }
@@ -55,7 +60,11 @@ fn custom_resources_use_subdomain_names() {
         schema: None,
         scale: None,
     });
-    let c = validate(&cr, &json!({"metadata": {"name": "My_Widget"}, "data": {"bad/key": 1}}), None);
+    let c = validate(
+        &cr,
+        &json!({"metadata": {"name": "My_Widget"}, "data": {"bad/key": 1}}),
+        None,
+    );
     // Only metadata is checked: a custom resource's body is its own.
     assert_eq!(fields_of(&c), vec!["metadata.name"]);
 }
@@ -63,7 +72,11 @@ fn custom_resources_use_subdomain_names() {
 #[test]
 fn pod_dispatch_checks_spec_and_update() {
     let pods = info("", "pods");
-    let c = validate(&pods, &json!({"metadata": {"name": "p"}, "spec": {"containers": []}}), None);
+    let c = validate(
+        &pods,
+        &json!({"metadata": {"name": "p"}, "spec": {"containers": []}}),
+        None,
+    );
     assert_eq!(
         fields_of(&c),
         vec!["spec.containers", "spec.restartPolicy", "spec.dnsPolicy"]
@@ -73,7 +86,10 @@ fn pod_dispatch_checks_spec_and_update() {
 #[test]
 fn not_an_object() {
     let pods = info("", "pods");
-    assert_eq!(fields_of(&validate(&pods, &json!([1]), None)), vec!["metadata.name"]);
+    assert_eq!(
+        fields_of(&validate(&pods, &json!([1]), None)),
+        vec!["metadata.name"]
+    );
 }
 
 #[test]

@@ -42,13 +42,34 @@ pub fn validate_deployment(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let spec = spec_of(obj);
     let mut out = replicated(spec, Ctl::Deployment);
     validate_deployment_strategy(spec, &mut out);
-    fields::nonnegative(&mut out, "spec.minReadySeconds", spec.get("minReadySeconds"));
-    fields::nonnegative(&mut out, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"));
+    fields::nonnegative(
+        &mut out,
+        "spec.minReadySeconds",
+        spec.get("minReadySeconds"),
+    );
+    fields::nonnegative(
+        &mut out,
+        "spec.revisionHistoryLimit",
+        spec.get("revisionHistoryLimit"),
+    );
     if let Some(p) = spec.get("progressDeadlineSeconds").and_then(Value::as_i64) {
         if p < 0 {
-            out.push(fields::invalid_int("spec.progressDeadlineSeconds", p, "must be greater than or equal to 0"));
-        } else if p <= spec.get("minReadySeconds").and_then(Value::as_i64).unwrap_or(0) {
-            out.push(fields::invalid_int("spec.progressDeadlineSeconds", p, "must be greater than minReadySeconds"));
+            out.push(fields::invalid_int(
+                "spec.progressDeadlineSeconds",
+                p,
+                "must be greater than or equal to 0",
+            ));
+        } else if p
+            <= spec
+                .get("minReadySeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+        {
+            out.push(fields::invalid_int(
+                "spec.progressDeadlineSeconds",
+                p,
+                "must be greater than minReadySeconds",
+            ));
         }
     }
     out.extend(selector_immutable(obj, old));
@@ -58,7 +79,11 @@ pub fn validate_deployment(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 pub fn validate_replica_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let spec = spec_of(obj);
     let mut out = replicated(spec, Ctl::ReplicaSet);
-    fields::nonnegative(&mut out, "spec.minReadySeconds", spec.get("minReadySeconds"));
+    fields::nonnegative(
+        &mut out,
+        "spec.minReadySeconds",
+        spec.get("minReadySeconds"),
+    );
     out.extend(selector_immutable(obj, old));
     out
 }
@@ -104,7 +129,11 @@ pub fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             "must be 'RollingUpdate' or 'OnDelete'",
         )),
     }
-    fields::nonnegative(&mut out, "spec.minReadySeconds", spec.get("minReadySeconds"));
+    fields::nonnegative(
+        &mut out,
+        "spec.minReadySeconds",
+        spec.get("minReadySeconds"),
+    );
     if let Some(old) = old {
         // Upstream freezes everything but these fields once created.
         let mut a = spec.clone();
@@ -153,8 +182,16 @@ pub fn validate_daemon_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             &["OnDelete", "RollingUpdate"],
         )),
     }
-    fields::nonnegative(&mut out, "spec.minReadySeconds", spec.get("minReadySeconds"));
-    fields::nonnegative(&mut out, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"));
+    fields::nonnegative(
+        &mut out,
+        "spec.minReadySeconds",
+        spec.get("minReadySeconds"),
+    );
+    fields::nonnegative(
+        &mut out,
+        "spec.revisionHistoryLimit",
+        spec.get("revisionHistoryLimit"),
+    );
     out.extend(selector_immutable(obj, old));
     out
 }
@@ -199,14 +236,25 @@ fn replicated(spec: &Value, ctl: Ctl) -> Vec<Cause> {
     if let Some(tspec) = template.and_then(|t| t.get("spec")) {
         let rp = s(tspec, "restartPolicy");
         if !rp.is_empty() && rp != "Always" {
-            out.push(fields::unsupported("spec.template.spec.restartPolicy", rp, &["Always"]));
+            out.push(fields::unsupported(
+                "spec.template.spec.restartPolicy",
+                rp,
+                &["Always"],
+            ));
         }
         if let Some(ads) = tspec.get("activeDeadlineSeconds").filter(|v| !v.is_null()) {
             let msg = format!("activeDeadlineSeconds in {} is not Supported", ctl.kind());
             if ctl == Ctl::StatefulSet || ctl == Ctl::DaemonSet {
-                out.push(fields::forbidden("spec.template.spec.activeDeadlineSeconds", &msg));
+                out.push(fields::forbidden(
+                    "spec.template.spec.activeDeadlineSeconds",
+                    &msg,
+                ));
             } else {
-                out.push(fields::invalid("spec.template.spec.activeDeadlineSeconds", ads, &msg));
+                out.push(fields::invalid(
+                    "spec.template.spec.activeDeadlineSeconds",
+                    ads,
+                    &msg,
+                ));
             }
         }
     }
@@ -280,8 +328,16 @@ pub fn int_or_percent(v: &Value, path: &str, out: &mut Vec<Cause>) {
         }
         Value::Number(n) => match n.as_i64() {
             Some(i) if i >= 0 => {}
-            Some(i) => out.push(fields::invalid_int(path, i, "must be greater than or equal to 0")),
-            None => out.push(fields::invalid(path, v, "must be an integer or percentage (e.g '5%')")),
+            Some(i) => out.push(fields::invalid_int(
+                path,
+                i,
+                "must be greater than or equal to 0",
+            )),
+            None => out.push(fields::invalid(
+                path,
+                v,
+                "must be an integer or percentage (e.g '5%')",
+            )),
         },
         other => out.push(fields::invalid(
             path,
@@ -309,7 +365,10 @@ fn selector_immutable(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let new_sel = spec_of(obj).get("selector");
     let old_sel = spec_of(old).get("selector");
     if new_sel != old_sel {
-        return vec![fields::immutable("spec.selector", new_sel.unwrap_or(&Value::Null))];
+        return vec![fields::immutable(
+            "spec.selector",
+            new_sel.unwrap_or(&Value::Null),
+        )];
     }
     Vec::new()
 }
@@ -396,7 +455,11 @@ fn generated_selector(obj: &Value) -> Vec<Cause> {
         "batch.kubernetes.io/job-name": name,
     });
     if !selector::matches(sel, Some(&expected)) {
-        out.push(fields::invalid("spec.selector", sel, "`selector` not auto-generated"));
+        out.push(fields::invalid(
+            "spec.selector",
+            sel,
+            "`selector` not auto-generated",
+        ));
     }
     out
 }
@@ -404,7 +467,12 @@ fn generated_selector(obj: &Value) -> Vec<Cause> {
 /// The parts of a JobSpec shared by Jobs and CronJob job templates.
 fn job_spec(spec: &Value, path: &str) -> Vec<Cause> {
     let mut out = Vec::new();
-    for k in ["parallelism", "completions", "activeDeadlineSeconds", "backoffLimit"] {
+    for k in [
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+    ] {
         fields::nonnegative(&mut out, &child(path, k), spec.get(k));
     }
     let mode = s(spec, "completionMode");
@@ -442,12 +510,14 @@ fn job_spec(spec: &Value, path: &str) -> Vec<Cause> {
 
 pub fn validate_cron_job(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut out = Vec::new();
-    let name = obj
-        .get("metadata")
-        .map_or("", |m| s(m, "name"));
+    let name = obj.get("metadata").map_or("", |m| s(m, "name"));
     // Job names get an 11-character time suffix and must stay DNS-1035 labels.
     if old.is_none() && name.len() > 52 {
-        out.push(fields::invalid_str("metadata.name", name, "must be no more than 52 characters"));
+        out.push(fields::invalid_str(
+            "metadata.name",
+            name,
+            "must be no more than 52 characters",
+        ));
     }
     let spec = spec_of(obj);
     let sched = s(spec, "schedule");
@@ -472,7 +542,11 @@ pub fn validate_cron_job(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             &["Allow", "Forbid", "Replace"],
         ));
     }
-    for k in ["startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"] {
+    for k in [
+        "startingDeadlineSeconds",
+        "successfulJobsHistoryLimit",
+        "failedJobsHistoryLimit",
+    ] {
         fields::nonnegative(&mut out, &format!("spec.{k}"), spec.get(k));
     }
     let empty = Value::Null;
@@ -517,7 +591,9 @@ mod tests {
     }
 
     fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect()
+        c.iter()
+            .map(|c| (c.field.as_str(), c.reason.as_str()))
+            .collect()
     }
 
     #[test]
@@ -530,7 +606,10 @@ mod tests {
         let mut d = deployment();
         d["spec"]["template"]["metadata"]["labels"] = json!({"app": "other", "b": "c"});
         let c = validate_deployment(&d, None);
-        assert_eq!(f(&c), vec![("spec.template.metadata.labels", "FieldValueInvalid")]);
+        assert_eq!(
+            f(&c),
+            vec![("spec.template.metadata.labels", "FieldValueInvalid")]
+        );
         assert_eq!(
             c[0].message,
             "Invalid value: map[string]string{\"app\":\"other\", \"b\":\"c\"}: `selector` does not match template `labels`"
@@ -551,7 +630,10 @@ mod tests {
                 ("spec.replicas", "FieldValueInvalid"),
                 ("spec.selector", "FieldValueRequired"),
                 ("spec.template.spec.restartPolicy", "FieldValueNotSupported"),
-                ("spec.strategy.rollingUpdate.maxUnavailable", "FieldValueInvalid"),
+                (
+                    "spec.strategy.rollingUpdate.maxUnavailable",
+                    "FieldValueInvalid"
+                ),
             ]
         );
     }
@@ -574,21 +656,27 @@ mod tests {
         let mut d = deployment();
         d["spec"]["selector"] = json!({});
         let c = validate_stateful_set(&d, None);
-        assert!(c.iter().any(|c| c.message.ends_with("empty selector is invalid for statefulset")));
+        assert!(c.iter().any(|c| c
+            .message
+            .ends_with("empty selector is invalid for statefulset")));
     }
 
     #[test]
     fn stateful_set_updates_limited() {
         let mut s = deployment();
         s["spec"]["podManagementPolicy"] = json!("OrderedReady");
-        s["spec"]["updateStrategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}});
+        s["spec"]["updateStrategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}});
         s["spec"]["serviceName"] = json!("a");
         assert_eq!(f(&validate_stateful_set(&s, None)), vec![]);
         let mut n = s.clone();
         n["spec"]["replicas"] = json!(5);
         assert_eq!(f(&validate_stateful_set(&n, Some(&s))), vec![]);
         n["spec"]["serviceName"] = json!("b");
-        assert_eq!(f(&validate_stateful_set(&n, Some(&s))), vec![("spec", "FieldValueForbidden")]);
+        assert_eq!(
+            f(&validate_stateful_set(&n, Some(&s))),
+            vec![("spec", "FieldValueForbidden")]
+        );
     }
 
     #[test]
@@ -596,7 +684,10 @@ mod tests {
         let mut d = deployment();
         d["spec"]["updateStrategy"] = json!({"type": "Sometimes"});
         let c = validate_daemon_set(&d, None);
-        assert_eq!(f(&c), vec![("spec.updateStrategy.type", "FieldValueNotSupported")]);
+        assert_eq!(
+            f(&c),
+            vec![("spec.updateStrategy.type", "FieldValueNotSupported")]
+        );
     }
 
     fn job() -> Value {
@@ -643,7 +734,13 @@ mod tests {
         let mut j = job();
         j["spec"]["template"]["metadata"]["labels"]["job-name"] = json!("other");
         let c = validate_job(&j, None);
-        assert_eq!(f(&c), vec![("spec.template.metadata.labels[job-name]", "FieldValueInvalid")]);
+        assert_eq!(
+            f(&c),
+            vec![(
+                "spec.template.metadata.labels[job-name]",
+                "FieldValueInvalid"
+            )]
+        );
     }
 
     #[test]
@@ -664,7 +761,10 @@ mod tests {
                 ("metadata.name", "FieldValueInvalid"),
                 ("spec.schedule", "FieldValueInvalid"),
                 ("spec.concurrencyPolicy", "FieldValueNotSupported"),
-                ("spec.jobTemplate.spec.template.spec.restartPolicy", "FieldValueNotSupported"),
+                (
+                    "spec.jobTemplate.spec.template.spec.restartPolicy",
+                    "FieldValueNotSupported"
+                ),
             ]
         );
         assert_eq!(
@@ -673,6 +773,9 @@ mod tests {
         );
         let mut missing = cj;
         missing["spec"]["schedule"] = json!(null);
-        assert_eq!(f(&validate_cron_job(&missing, None)), vec![("spec.schedule", "FieldValueRequired")]);
+        assert_eq!(
+            f(&validate_cron_job(&missing, None)),
+            vec![("spec.schedule", "FieldValueRequired")]
+        );
     }
 }
