@@ -65,6 +65,11 @@ fn minimal_pod_matches_real_cluster() {
         "status": {"phase": "Pending", "qosClass": "BestEffort"}
     });
     assert_eq!(pod, expected);
+    assert!(validation::validate(&info("", "pods"), &pod, None).is_empty());
+    // An update that changes nothing but the image passes pod update rules.
+    let mut updated = pod.clone();
+    updated["spec"]["containers"][0]["image"] = json!("nginx:1.27");
+    assert!(validation::validate(&info("", "pods"), &updated, Some(&pod)).is_empty());
 }
 
 #[test]
@@ -234,6 +239,7 @@ fn minimal_service_matches_real_cluster() {
                "sessionAffinity": "None", "type": "ClusterIP",
                "internalTrafficPolicy": "Cluster", "ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]})
     );
+    assert!(validation::validate(&info("", "services"), &s, None).is_empty());
     let lb = defaulted(
         "",
         "services",
