@@ -1,6 +1,8 @@
 //! Defaults of cluster plumbing kinds: Namespaces, Secrets, volumes,
 //! autoscalers, priority classes and CRDs.
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use serde_json::{json, Map, Value};
 
 use super::{absent, child_obj, existing_obj, set_default};
@@ -52,9 +54,25 @@ pub fn default_namespace(obj: &mut Value) {
 }
 
 pub fn default_secret(obj: &mut Value) {
-    if let Some(root) = obj.as_object_mut() {
-        if root.get("type").is_none_or(|t| t.is_null() || t == "") {
-            root.insert("type".into(), "Opaque".into());
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    if root.get("type").is_none_or(|t| t.is_null() || t == "") {
+        root.insert("type".into(), "Opaque".into());
+    }
+    // A real cluster never returns `stringData`: decoding folds it into
+    // `data` (winning over a same-named key), base64-encoded.
+    let Some(Value::Object(string_data)) = root.get("stringData").cloned() else {
+        return;
+    };
+    if !absent(root, "data") && !root.get("data").is_some_and(Value::is_object) {
+        return;
+    }
+    root.remove("stringData");
+    if let Some(data) = child_obj(root, "data") {
+        for (k, v) in string_data {
+            let text = v.as_str().unwrap_or_default();
+            data.insert(k, STANDARD.encode(text).into());
         }
     }
 }

@@ -361,6 +361,14 @@ fn cluster_kinds() {
         "Opaque"
     );
     assert_eq!(
+        defaulted(
+            "",
+            "secrets",
+            json!({"data": {"a": "eA==", "b": "eA=="}, "stringData": {"b": "hi"}})
+        ),
+        json!({"type": "Opaque", "data": {"a": "eA==", "b": "aGk="}})
+    );
+    assert_eq!(
         defaulted("", "secrets", json!({"type": "kubernetes.io/tls"}))["type"],
         "kubernetes.io/tls"
     );
