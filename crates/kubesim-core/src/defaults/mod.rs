@@ -1,8 +1,29 @@
 //! Defaulting applied on create and update, as the real API server does.
+//!
+//! What a real cluster adds to an object comes from two places upstream:
+//! versioned defaulting (`pkg/apis/*/v1/defaults.go`, applied to every
+//! object including pod templates) and admission plus create strategies
+//! (ServiceAccount, Priority, DefaultTolerationSeconds, Job selectors),
+//! applied to the object itself. Both are folded in here so that
+//! `kubectl get -o yaml` shows what it shows against a real cluster.
+//!
+//! Every rule only fills what is absent (`null` counts as absent, as it
+//! does for Go pointers), so applying twice equals applying once, and any
+//! unexpected shape is left alone rather than replaced.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::resource::ResourceInfo;
+
+mod cluster;
+pub mod pod;
+mod service;
+mod workloads;
+
+#[cfg(test)]
+mod tests;
+
+pub use pod::{qos_class, resolve_priority};
 
 /// What defaulting may need from the server.
 pub struct Context<'a> {
@@ -11,4 +32,80 @@ pub struct Context<'a> {
 }
 
 /// Fills in defaults for `obj` of `resource`.
-pub fn apply(_resource: &ResourceInfo, _obj: &mut Value, _ctx: &mut Context<'_>) {}
+pub fn apply(resource: &ResourceInfo, obj: &mut Value, ctx: &mut Context<'_>) {
+    if !obj.is_object() || resource.is_custom() {
+        return;
+    }
+    match (resource.group.as_str(), resource.kind.as_str()) {
+        ("", "Pod") => pod::default_pod(obj, ctx),
+        ("", "PodTemplate") => {
+            if let Some(t) = obj.get_mut("template") {
+                pod::default_template(t);
+            }
+        }
+        ("", "ReplicationController") => workloads::default_replication_controller(obj),
+        ("", "Service") => service::default_service(obj),
+        ("", "Endpoints") => service::default_endpoints(obj),
+        ("", "Namespace") => cluster::default_namespace(obj),
+        ("", "Secret") => cluster::default_secret(obj),
+        ("", "PersistentVolumeClaim") => cluster::default_pvc(obj),
+        ("", "PersistentVolume") => cluster::default_pv(obj),
+        ("apps", "Deployment") => workloads::default_deployment(obj),
+        ("apps", "ReplicaSet") => workloads::default_replica_set(obj),
+        ("apps", "StatefulSet") => workloads::default_stateful_set(obj),
+        ("apps", "DaemonSet") => workloads::default_daemon_set(obj),
+        ("batch", "Job") => workloads::default_job(obj),
+        ("batch", "CronJob") => workloads::default_cron_job(obj),
+        ("autoscaling", "HorizontalPodAutoscaler") => cluster::default_hpa(obj),
+        ("scheduling.k8s.io", "PriorityClass") => cluster::default_priority_class(obj),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => cluster::default_crd(obj),
+        _ => {}
+    }
+}
+
+/// True when `m[k]` is missing or `null`.
+pub(crate) fn absent(m: &Map<String, Value>, k: &str) -> bool {
+    m.get(k).is_none_or(Value::is_null)
+}
+
+/// Sets `m[k] = v` when absent; returns whether it did.
+pub(crate) fn set_default(m: &mut Map<String, Value>, k: &str, v: impl Into<Value>) -> bool {
+    if absent(m, k) {
+        m.insert(k.to_string(), v.into());
+        true
+    } else {
+        false
+    }
+}
+
+/// The object at `m[k]`, created empty when absent. `None` when the field
+/// holds something else: odd input is validated, not overwritten.
+pub(crate) fn child_obj<'a>(
+    m: &'a mut Map<String, Value>,
+    k: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    if absent(m, k) {
+        m.insert(k.to_string(), Value::Object(Map::new()));
+    }
+    m.get_mut(k).and_then(Value::as_object_mut)
+}
+
+/// The object at `m[k]` only if it already exists.
+pub(crate) fn existing_obj<'a>(
+    m: &'a mut Map<String, Value>,
+    k: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    m.get_mut(k).and_then(Value::as_object_mut)
+}
+
+/// Each object element of the array at `m[k]`; other shapes yield nothing.
+pub(crate) fn each_obj<'a>(
+    m: &'a mut Map<String, Value>,
+    k: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    m.get_mut(k)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+}

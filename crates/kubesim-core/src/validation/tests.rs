@@ -1,0 +1,110 @@
+//! Dispatch-level tests: the right rules run for each resource.
+
+use serde_json::json;
+
+use super::*;
+use crate::resource::Registry;
+
+fn info(group: &str, plural: &str) -> ResourceInfo {
+    let version = match group {
+        "autoscaling" => "v2",
+        _ => "v1",
+    };
+    Registry::new()
+        .get(group, version, plural)
+        .map(|r| (*r).clone())
+        .unwrap_or_else(|| panic!("no {plural}.{group}"))
+}
+
+fn fields_of(c: &[Cause]) -> Vec<&str> {
+    c.iter().map(|c| c.field.as_str()).collect()
+}
+
+#[test]
+fn namespace_names_are_labels() {
+    let ns = info("", "namespaces");
+    let c = validate(&ns, &json!({"metadata": {"name": "a.b"}}), None);
+    assert_eq!(fields_of(&c), vec!["metadata.name"]);
+    assert!(c[0].message.contains("RFC 1123 label"));
+    assert!(validate(&ns, &json!({"metadata": {"name": "team-a"}}), None).is_empty());
+}
+
+#[test]
+fn service_names_are_dns1035() {
+    let svc = info("", "services");
+    let o = json!({"metadata": {"name": "1web"}, "spec": {"type": "ClusterIP", "sessionAffinity": "None",
+        "ports": [{"port": 80, "protocol": "TCP"}]}});
+    let c = validate(&svc, &o, None);
+    assert_eq!(fields_of(&c), vec!["metadata.name"]);
+    assert!(c[0].message.contains("DNS-1035 label"));
+}
+
+#[test]
+fn rbac_names_allow_colons() {
+    let cr = info("rbac.authorization.k8s.io", "clusterroles");
+    assert!(validate(
+        &cr,
+        &json!({"metadata": {"name": "system:controller:x"}}),
+        None
+    )
+    .is_empty());
+    let c = validate(&cr, &json!({"metadata": {"name": "a/b"}}), None);
+    assert_eq!(c[0].message, "Invalid value: \"a/b\": may not contain '/'");
+}
+
+#[test]
+fn custom_resources_use_subdomain_names() {
+    let mut cr = info("", "configmaps");
+    cr.crd = Some(crate::resource::CrdInfo {
+        printer_columns: vec![],
+        schema: None,
+        scale: None,
+    });
+    let c = validate(
+        &cr,
+        &json!({"metadata": {"name": "My_Widget"}, "data": {"bad/key": 1}}),
+        None,
+    );
+    // Only metadata is checked: a custom resource's body is its own.
+    assert_eq!(fields_of(&c), vec!["metadata.name"]);
+}
+
+#[test]
+fn pod_dispatch_checks_spec_and_update() {
+    let pods = info("", "pods");
+    let c = validate(
+        &pods,
+        &json!({"metadata": {"name": "p"}, "spec": {"containers": []}}),
+        None,
+    );
+    assert_eq!(
+        fields_of(&c),
+        vec!["spec.containers", "spec.restartPolicy", "spec.dnsPolicy"]
+    );
+}
+
+#[test]
+fn not_an_object() {
+    let pods = info("", "pods");
+    assert_eq!(
+        fields_of(&validate(&pods, &json!([1]), None)),
+        vec!["metadata.name"]
+    );
+}
+
+#[test]
+fn invalid_error_message_renders_like_kubectl() {
+    let deploy = info("apps", "deployments");
+    let o = json!({"metadata": {"name": "web"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+        "strategy": {"type": "RollingUpdate"},
+        "template": {"metadata": {"labels": {"app": "api"}}, "spec": {
+            "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+            "containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Always", "terminationMessagePolicy": "File"}]}}}});
+    let c = validate(&deploy, &o, None);
+    let e = crate::error::ApiError::invalid("Deployment", "apps", "web", c);
+    assert_eq!(
+        e.message,
+        "Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"api\"}: `selector` does not match template `labels`"
+    );
+}
