@@ -46,7 +46,11 @@ impl Cause {
         )
     }
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Cause::new("FieldValueForbidden", field, format!("Forbidden: {}", detail.into()))
+        Cause::new(
+            "FieldValueForbidden",
+            field,
+            format!("Forbidden: {}", detail.into()),
+        )
     }
     /// The human form used inside an Invalid message: `spec.x: Required value`.
     pub fn describe(&self) -> String {
@@ -121,7 +125,11 @@ impl ApiError {
 
     /// The answer for a path that names no resource.
     pub fn path_not_found() -> Self {
-        ApiError::new(404, "NotFound", "the server could not find the requested resource")
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     pub fn already_exists(resource: &str, group: &str, name: &str) -> Self {
@@ -178,7 +186,10 @@ impl ApiError {
         ApiError::new(
             403,
             "Forbidden",
-            format!("{} \"{name}\" is forbidden: {why}", qualified(resource, group)),
+            format!(
+                "{} \"{name}\" is forbidden: {why}",
+                qualified(resource, group)
+            ),
         )
         .with_details(name, group, resource)
     }
@@ -283,12 +294,18 @@ mod tests {
             "Pod",
             "",
             "p",
-            vec![Cause::required("spec.containers"), Cause::required("spec.x")],
+            vec![
+                Cause::required("spec.containers"),
+                Cause::required("spec.x"),
+            ],
         );
         assert_eq!(
             e.message,
             "Pod \"p\" is invalid: [spec.containers: Required value, spec.x: Required value]"
         );
-        assert_eq!(e.to_status()["details"]["causes"][0]["field"], "spec.containers");
+        assert_eq!(
+            e.to_status()["details"]["causes"][0]["field"],
+            "spec.containers"
+        );
     }
 }

@@ -44,7 +44,9 @@ impl Clock {
     pub fn now(&self) -> Timestamp {
         let elapsed = self.start.elapsed();
         self.epoch
-            .checked_add(jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX))
+            .checked_add(
+                jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX),
+            )
             .unwrap_or(Timestamp::MAX)
     }
 

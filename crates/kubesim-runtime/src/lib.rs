@@ -5,6 +5,8 @@ pub mod api;
 pub mod clock;
 pub mod rng;
 
-pub use api::{Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions};
+pub use api::{
+    Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
+};
 pub use clock::Clock;
 pub use rng::Rng;

@@ -409,7 +409,10 @@ mod tests {
             Err(StoreError::Expired { .. })
         ));
         assert!(s.snapshot("pods", Some(3)).is_ok());
-        assert!(matches!(s.watch("pods", 1), Err(StoreError::Expired { .. })));
+        assert!(matches!(
+            s.watch("pods", 1),
+            Err(StoreError::Expired { .. })
+        ));
     }
 
     #[tokio::test]
@@ -464,7 +467,10 @@ mod tests {
         assert_eq!(b.rev, 2);
         assert_eq!(&b.bytes[..], b"2");
         // History starts empty after a restart: older revisions are gone.
-        assert!(matches!(s.watch("pods", 1), Err(StoreError::Expired { .. })));
+        assert!(matches!(
+            s.watch("pods", 1),
+            Err(StoreError::Expired { .. })
+        ));
         s.close();
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -23,17 +23,24 @@ fn group_entry(name: &str, versions: &[String]) -> Value {
 }
 
 pub fn api_groups(reg: &Registry) -> Value {
-    let groups: Vec<Value> = reg.groups().iter().map(|(g, vs)| group_entry(g, vs)).collect();
+    let groups: Vec<Value> = reg
+        .groups()
+        .iter()
+        .map(|(g, vs)| group_entry(g, vs))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
-    reg.groups().into_iter().find(|(g, _)| g == group).map(|(g, vs)| {
-        let mut e = group_entry(&g, &vs);
-        e["kind"] = json!("APIGroup");
-        e["apiVersion"] = json!("v1");
-        e
-    })
+    reg.groups()
+        .into_iter()
+        .find(|(g, _)| g == group)
+        .map(|(g, vs)| {
+            let mut e = group_entry(&g, &vs);
+            e["kind"] = json!("APIGroup");
+            e["apiVersion"] = json!("v1");
+            e
+        })
 }
 
 fn sub_kind(r: &ResourceInfo, s: &kubesim_core::resource::Subresource) -> (String, String, String) {
@@ -72,8 +79,14 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
             out.push(se);
         }
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": out}))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": out}),
+    )
 }
 
 fn aggregated_versions(reg: &Registry, group: &str, versions: &[String]) -> Vec<Value> {

@@ -14,7 +14,9 @@ use super::metrics::Labels;
 use super::negotiate::{self, Format};
 use super::query::Query;
 use super::route::{self, ResourcePath, Route};
-use super::{bytes_response, error_response, json_response, value_response, with_warnings, App, MAX_BODY};
+use super::{
+    bytes_response, error_response, json_response, value_response, with_warnings, App, MAX_BODY,
+};
 use crate::service::read::list_json;
 use crate::service::subresource::ScaleChange;
 use crate::service::{Caller, WatchRequest};
@@ -57,29 +59,51 @@ pub(crate) async fn dispatch(app: Arc<App>, req: Request) -> Response {
 
 fn non_resource(app: &App, req: &Request, route: Route) -> Result<Response, ApiError> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
-        return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
     }
-    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
     let reg = &app.server.registry;
     match route {
         Route::Version => Ok(value_response(200, &version())),
-        Route::Health(_) => Ok(bytes_response(200, "text/plain; charset=utf-8", b"ok".to_vec())),
+        Route::Health(_) => Ok(bytes_response(
+            200,
+            "text/plain; charset=utf-8",
+            b"ok".to_vec(),
+        )),
         Route::Metrics => {
             let text = app.metrics.render(&app.server.store.counts());
-            Ok(bytes_response(200, "text/plain; version=0.0.4; charset=utf-8", text.into_bytes()))
+            Ok(bytes_response(
+                200,
+                "text/plain; version=0.0.4; charset=utf-8",
+                text.into_bytes(),
+            ))
         }
         Route::ApiVersions => {
             if negotiate::wants_aggregated(accept) {
                 let v = super::discovery::aggregated_core(reg);
-                Ok(json_response(200, serde_json::to_vec(&v).unwrap_or_default()).with_content_type(negotiate::AGGREGATED_V2))
+                Ok(
+                    json_response(200, serde_json::to_vec(&v).unwrap_or_default())
+                        .with_content_type(negotiate::AGGREGATED_V2),
+                )
             } else {
-                Ok(value_response(200, &super::discovery::api_versions(&app.address)))
+                Ok(value_response(
+                    200,
+                    &super::discovery::api_versions(&app.address),
+                ))
             }
         }
         Route::ApiGroups => {
             if negotiate::wants_aggregated(accept) {
                 let v = super::discovery::aggregated_groups(reg);
-                Ok(json_response(200, serde_json::to_vec(&v).unwrap_or_default()).with_content_type(negotiate::AGGREGATED_V2))
+                Ok(
+                    json_response(200, serde_json::to_vec(&v).unwrap_or_default())
+                        .with_content_type(negotiate::AGGREGATED_V2),
+                )
             } else {
                 Ok(value_response(200, &super::discovery::api_groups(reg)))
             }
@@ -87,9 +111,11 @@ fn non_resource(app: &App, req: &Request, route: Route) -> Result<Response, ApiE
         Route::Group(g) => super::discovery::api_group(reg, &g)
             .map(|v| value_response(200, &v))
             .ok_or_else(ApiError::path_not_found),
-        Route::GroupVersion { group, version } => super::discovery::resource_list(reg, &group, &version)
-            .map(|v| value_response(200, &v))
-            .ok_or_else(ApiError::path_not_found),
+        Route::GroupVersion { group, version } => {
+            super::discovery::resource_list(reg, &group, &version)
+                .map(|v| value_response(200, &v))
+                .ok_or_else(ApiError::path_not_found)
+        }
         Route::OpenApiIndex => Ok(value_response(200, &schema::openapi_index(reg))),
         Route::OpenApiDoc(p) => match schema::gv_document(reg, &p) {
             Some(doc) => Ok(json_response(200, doc.json.to_vec())),
@@ -130,32 +156,51 @@ pub fn version() -> Value {
 async fn body_bytes(req: Request) -> Result<bytes::Bytes, ApiError> {
     axum::body::to_bytes(req.into_body(), MAX_BODY)
         .await
-        .map_err(|_| ApiError::too_large("the request body is too large: the limit is 3145728 bytes"))
+        .map_err(|_| {
+            ApiError::too_large("the request body is too large: the limit is 3145728 bytes")
+        })
 }
 
 /// Decodes a create/update body: JSON (also when no Content-Type is sent,
 /// as the Python client does) or YAML.
 fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
-    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     let v: Value = match essence.as_str() {
-        "" | "application/json" | "*/*" => serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
+        "" | "application/json" | "*/*" => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the body is not valid UTF-8"))?;
-            serde_saphyr::from_str(text).map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
+            let text = std::str::from_utf8(body)
+                .map_err(|_| ApiError::bad_request("the body is not valid UTF-8"))?;
+            serde_saphyr::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
         }
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     if !v.is_object() {
-        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
     }
     Ok(v)
 }
 
-async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut Labels) -> Result<Response, ApiError> {
+async fn resource(
+    app: &Arc<App>,
+    req: Request,
+    p: &ResourcePath,
+    labels: &mut Labels,
+) -> Result<Response, ApiError> {
     let server = &app.server;
     let r = server.resource(&p.group, &p.version, &p.plural)?;
-    if (!r.namespaced() && !p.namespace.is_empty()) || (r.namespaced() && p.namespace.is_empty() && p.name.is_some()) {
+    if (!r.namespaced() && !p.namespace.is_empty())
+        || (r.namespaced() && p.namespace.is_empty() && p.name.is_some())
+    {
         return Err(ApiError::path_not_found());
     }
     if let Some(s) = &p.subresource {
@@ -164,7 +209,11 @@ async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut L
         }
     }
     let q = Query::parse(req.uri().query());
-    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -172,7 +221,12 @@ async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut L
         .unwrap_or("")
         .to_string();
     let caller = Caller {
-        user_agent: req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_string(),
+        user_agent: req
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string(),
     };
     let ns = p.namespace.as_str();
     let sub = p.subresource.as_deref();
@@ -183,7 +237,11 @@ async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut L
             if q.watch()? {
                 labels.verb = "WATCH";
                 let format = negotiate::format(accept.as_deref())?;
-                let rx = server.watch(WatchRequest { resource: r.clone(), namespace: ns.to_string(), opts })?;
+                let rx = server.watch(WatchRequest {
+                    resource: r.clone(),
+                    namespace: ns.to_string(),
+                    opts,
+                })?;
                 return Ok(super::watch::stream(app.clone(), r, rx, format));
             }
             labels.verb = "LIST";
@@ -192,7 +250,11 @@ async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut L
             match format {
                 Format::Json => Ok(json_response(200, list_json(&r, &page))),
                 Format::Table { v1beta1 } => {
-                    let objs: Vec<Value> = page.items.iter().filter_map(|rec| serde_json::from_slice(&rec.bytes).ok()).collect();
+                    let objs: Vec<Value> = page
+                        .items
+                        .iter()
+                        .filter_map(|rec| serde_json::from_slice(&rec.bytes).ok())
+                        .collect();
                     let mut t = table::table(&r, &objs, &table_opts(app, &q, true)?);
                     t["metadata"] = json!({"resourceVersion": page.rev.to_string()});
                     if let Some(c) = &page.continue_token {
@@ -216,7 +278,9 @@ async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut L
                     let text = server.pod_log(ns, name, q.get("container"))?;
                     Ok(bytes_response(200, "text/plain", text.into_bytes()))
                 }
-                Some("exec") | Some("attach") | Some("portforward") => Err(unsupported_stream(sub.unwrap_or(""))),
+                Some("exec") | Some("attach") | Some("portforward") => {
+                    Err(unsupported_stream(sub.unwrap_or("")))
+                }
                 _ => {
                     let format = negotiate::format(accept.as_deref())?;
                     let obj = server.get(&r, ns, name)?;
@@ -248,7 +312,9 @@ async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut L
                     let body = decode_body(&content_type, &body_bytes(req).await?)?;
                     Ok(value_response(201, &server.evict(ns, name, &body).await?))
                 }
-                Some("exec") | Some("attach") | Some("portforward") => Err(unsupported_stream(sub.unwrap_or(""))),
+                Some("exec") | Some("attach") | Some("portforward") => {
+                    Err(unsupported_stream(sub.unwrap_or("")))
+                }
                 _ => Err(ApiError::method_not_allowed(format!(
                     "the server does not allow this method on the requested resource ({})",
                     r.plural
@@ -262,20 +328,28 @@ async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut L
             let body = decode_body(&content_type, &body_bytes(req).await?)?;
             match sub {
                 Some("scale") => {
-                    let s = server.write_scale(&r, ns, name, ScaleChange::Replace(&body), &opts, &caller).await?;
+                    let s = server
+                        .write_scale(&r, ns, name, ScaleChange::Replace(&body), &opts, &caller)
+                        .await?;
                     Ok(value_response(200, &s))
                 }
-                Some("finalize") => Ok(value_response(200, &server.finalize_namespace(name, &body, &caller).await?)),
+                Some("finalize") => Ok(value_response(
+                    200,
+                    &server.finalize_namespace(name, &body, &caller).await?,
+                )),
                 _ => {
                     let format = negotiate::format(accept.as_deref())?;
-                    let res = server.update(&r, ns, name, body, sub, &opts, &caller).await?;
+                    let res = server
+                        .update(&r, ns, name, body, sub, &opts, &caller)
+                        .await?;
                     render_one(app, &r, &q, format, 200, res.obj, &res.warnings)
                 }
             }
         }
         (Method::PATCH, Some(name)) => {
             labels.verb = "PATCH";
-            let kind = PatchType::from_content_type(&content_type).ok_or_else(|| ApiError::unsupported_media_type(&content_type))?;
+            let kind = PatchType::from_content_type(&content_type)
+                .ok_or_else(|| ApiError::unsupported_media_type(&content_type))?;
             if kind == PatchType::Apply {
                 labels.verb = "APPLY";
             }
@@ -283,21 +357,43 @@ async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut L
             labels.dry_run = opts.dry_run;
             let body = body_bytes(req).await?;
             if sub == Some("scale") {
-                let s = server.write_scale(&r, ns, name, ScaleChange::Patch(kind, &body), &opts, &caller).await?;
+                let s = server
+                    .write_scale(
+                        &r,
+                        ns,
+                        name,
+                        ScaleChange::Patch(kind, &body),
+                        &opts,
+                        &caller,
+                    )
+                    .await?;
                 return Ok(value_response(200, &s));
             }
             let format = negotiate::format(accept.as_deref())?;
-            let res = server.patch(&r, ns, name, kind, &body, sub, &opts, &caller).await?;
-            render_one(app, &r, &q, format, if res.created { 201 } else { 200 }, res.obj, &res.warnings)
+            let res = server
+                .patch(&r, ns, name, kind, &body, sub, &opts, &caller)
+                .await?;
+            render_one(
+                app,
+                &r,
+                &q,
+                format,
+                if res.created { 201 } else { 200 },
+                res.obj,
+                &res.warnings,
+            )
         }
         (Method::DELETE, Some(name)) => {
             labels.verb = "DELETE";
             let raw = body_bytes(req).await?;
-            let body: Option<Value> = if raw.iter().all(u8::is_ascii_whitespace) {
-                None
-            } else {
-                Some(serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?)
-            };
+            let body: Option<Value> =
+                if raw.iter().all(u8::is_ascii_whitespace) {
+                    None
+                } else {
+                    Some(serde_json::from_slice(&raw).map_err(|e| {
+                        ApiError::bad_request(format!("invalid DeleteOptions: {e}"))
+                    })?)
+                };
             let opts = q.delete(body.as_ref())?;
             labels.dry_run = opts.dry_run;
             let res = server.delete(&r, ns, name, &opts).await?;
@@ -306,14 +402,20 @@ async fn resource(app: &Arc<App>, req: Request, p: &ResourcePath, labels: &mut L
         (Method::DELETE, None) => {
             labels.verb = "DELETECOLLECTION";
             let raw = body_bytes(req).await?;
-            let body: Option<Value> = if raw.iter().all(u8::is_ascii_whitespace) {
-                None
-            } else {
-                Some(serde_json::from_slice(&raw).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?)
-            };
+            let body: Option<Value> =
+                if raw.iter().all(u8::is_ascii_whitespace) {
+                    None
+                } else {
+                    Some(serde_json::from_slice(&raw).map_err(|e| {
+                        ApiError::bad_request(format!("invalid DeleteOptions: {e}"))
+                    })?)
+                };
             let opts = q.delete(body.as_ref())?;
             let list = q.list()?;
-            Ok(value_response(200, &server.delete_collection(&r, ns, &list, &opts).await?))
+            Ok(value_response(
+                200,
+                &server.delete_collection(&r, ns, &list, &opts).await?,
+            ))
         }
         _ => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({})",

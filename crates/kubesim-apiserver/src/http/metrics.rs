@@ -9,8 +9,8 @@ use parking_lot::Mutex;
 
 /// Upstream's `apiserver_request_duration_seconds` buckets.
 const BUCKETS: &[f64] = &[
-    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0,
-    45.0, 60.0,
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 ];
 
 /// The labels of one request series.
@@ -41,7 +41,11 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn observe(&self, labels: Labels, code: u16, seconds: f64) {
-        *self.totals.lock().entry((labels.clone(), code)).or_insert(0) += 1;
+        *self
+            .totals
+            .lock()
+            .entry((labels.clone(), code))
+            .or_insert(0) += 1;
         // Upstream leaves long-running requests (watches) out of the latency histogram.
         if labels.verb == "WATCH" {
             return;
@@ -85,24 +89,48 @@ impl Metrics {
         };
         out.push_str("# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n# TYPE apiserver_request_total counter\n");
         for ((l, code), n) in self.totals.lock().iter() {
-            let _ = writeln!(out, "apiserver_request_total{{code=\"{code}\",{}}} {n}", lbl(l));
+            let _ = writeln!(
+                out,
+                "apiserver_request_total{{code=\"{code}\",{}}} {n}",
+                lbl(l)
+            );
         }
         out.push_str("# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
         for (l, h) in self.durations.lock().iter() {
             let base = lbl(l);
             for (i, b) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(out, "apiserver_request_duration_seconds_bucket{{{base},le=\"{b}\"}} {}", h.counts[i]);
+                let _ = writeln!(
+                    out,
+                    "apiserver_request_duration_seconds_bucket{{{base},le=\"{b}\"}} {}",
+                    h.counts[i]
+                );
             }
-            let _ = writeln!(out, "apiserver_request_duration_seconds_bucket{{{base},le=\"+Inf\"}} {}", h.count);
-            let _ = writeln!(out, "apiserver_request_duration_seconds_sum{{{base}}} {}", h.sum);
-            let _ = writeln!(out, "apiserver_request_duration_seconds_count{{{base}}} {}", h.count);
+            let _ = writeln!(
+                out,
+                "apiserver_request_duration_seconds_bucket{{{base},le=\"+Inf\"}} {}",
+                h.count
+            );
+            let _ = writeln!(
+                out,
+                "apiserver_request_duration_seconds_sum{{{base}}} {}",
+                h.sum
+            );
+            let _ = writeln!(
+                out,
+                "apiserver_request_duration_seconds_count{{{base}}} {}",
+                h.count
+            );
         }
         out.push_str("# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n");
         for (res, n) in objects {
             let _ = writeln!(out, "apiserver_storage_objects{{resource=\"{res}\"}} {n}");
         }
         out.push_str("# HELP apiserver_registered_watchers Number of currently registered watchers.\n# TYPE apiserver_registered_watchers gauge\n");
-        let _ = writeln!(out, "apiserver_registered_watchers {}", self.watchers.load(Ordering::Relaxed));
+        let _ = writeln!(
+            out,
+            "apiserver_registered_watchers {}",
+            self.watchers.load(Ordering::Relaxed)
+        );
         out
     }
 }

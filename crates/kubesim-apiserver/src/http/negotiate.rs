@@ -7,11 +7,14 @@ use kubesim_core::ApiError;
 pub enum Format {
     Json,
     /// A meta.k8s.io Table (v1 or v1beta1), with what rows embed.
-    Table { v1beta1: bool },
+    Table {
+        v1beta1: bool,
+    },
 }
 
 /// The aggregated discovery media type clients ask for and check.
-pub const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 struct MediaRange {
     essence: String,
@@ -35,10 +38,16 @@ fn ranges(accept: &str) -> Vec<MediaRange> {
 
 impl MediaRange {
     fn param(&self, k: &str) -> Option<&str> {
-        self.params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+        self.params
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
     }
     fn is_json(&self) -> bool {
-        matches!(self.essence.as_str(), "application/json" | "application/*" | "*/*" | "")
+        matches!(
+            self.essence.as_str(),
+            "application/json" | "application/*" | "*/*" | ""
+        )
     }
 }
 
@@ -95,7 +104,9 @@ pub fn include_object(q: Option<&str>) -> Result<IncludeObject, ApiError> {
         None | Some("") | Some("Metadata") => Ok(IncludeObject::Metadata),
         Some("Object") => Ok(IncludeObject::Object),
         Some("None") => Ok(IncludeObject::None),
-        Some(v) => Err(ApiError::bad_request(format!("includeObject must be one of None, Metadata or Object, got {v:?}"))),
+        Some(v) => Err(ApiError::bad_request(format!(
+            "includeObject must be one of None, Metadata or Object, got {v:?}"
+        ))),
     }
 }
 
@@ -108,13 +119,22 @@ mod tests {
         let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(format(Some(a)).unwrap(), Format::Table { v1beta1: false });
         assert_eq!(format(None).unwrap(), Format::Json);
-        assert_eq!(format(Some("application/vnd.kubernetes.protobuf,application/json")).unwrap(), Format::Json);
-        assert_eq!(format(Some("application/vnd.kubernetes.protobuf")).unwrap_err().code, 406);
+        assert_eq!(
+            format(Some("application/vnd.kubernetes.protobuf,application/json")).unwrap(),
+            Format::Json
+        );
+        assert_eq!(
+            format(Some("application/vnd.kubernetes.protobuf"))
+                .unwrap_err()
+                .code,
+            406
+        );
     }
 
     #[test]
     fn aggregated_discovery_is_recognised() {
-        let a = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        let a =
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
         assert!(wants_aggregated(Some(a)));
         assert!(!wants_aggregated(Some("application/json")));
     }

@@ -18,7 +18,11 @@ impl Query {
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     fn flag(&self, key: &str) -> Result<Option<bool>, ApiError> {
@@ -26,7 +30,9 @@ impl Query {
             None => Ok(None),
             Some("true") | Some("1") | Some("") => Ok(Some(true)),
             Some("false") | Some("0") => Ok(Some(false)),
-            Some(v) => Err(ApiError::bad_request(format!("invalid boolean value for {key}: {v:?}"))),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "invalid boolean value for {key}: {v:?}"
+            ))),
         }
     }
 
@@ -38,11 +44,16 @@ impl Query {
         let int = |k: &str| -> Result<Option<i64>, ApiError> {
             match self.get(k) {
                 None | Some("") => Ok(None),
-                Some(v) => v.parse::<i64>().map(Some).map_err(|_| ApiError::bad_request(format!("invalid value for {k}: {v:?}"))),
+                Some(v) => v
+                    .parse::<i64>()
+                    .map(Some)
+                    .map_err(|_| ApiError::bad_request(format!("invalid value for {k}: {v:?}"))),
             }
         };
         let timeout = match int("timeoutSeconds")? {
-            Some(t) if t < 0 => return Err(ApiError::bad_request("timeoutSeconds must be non-negative")),
+            Some(t) if t < 0 => {
+                return Err(ApiError::bad_request("timeoutSeconds must be non-negative"))
+            }
             t => t.map(|t| t as u64),
         };
         Ok(ListOptions {
@@ -62,7 +73,9 @@ impl Query {
         match self.get("dryRun") {
             None | Some("") => Ok(false),
             Some("All") => Ok(true),
-            Some(v) => Err(ApiError::bad_request(format!("Invalid dryRun value {v:?}: supported values: \"All\""))),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "Invalid dryRun value {v:?}: supported values: \"All\""
+            ))),
         }
     }
 
@@ -81,7 +94,9 @@ impl Query {
         let manager = self.get("fieldManager").map(str::to_string);
         if let Some(m) = &manager {
             if m.len() > 128 || m.chars().any(|c| c.is_control()) {
-                return Err(ApiError::bad_request("fieldManager must be at most 128 printable characters"));
+                return Err(ApiError::bad_request(
+                    "fieldManager must be at most 128 printable characters",
+                ));
             }
         }
         Ok(WriteOptions {
@@ -97,7 +112,9 @@ impl Query {
         let mut o = DeleteOptions {
             grace_period_seconds: match self.get("gracePeriodSeconds") {
                 None | Some("") => None,
-                Some(v) => Some(v.parse().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {v:?}")))?),
+                Some(v) => Some(v.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid gracePeriodSeconds {v:?}"))
+                })?),
             },
             propagation_policy: self.get("propagationPolicy").map(str::to_string),
             orphan_dependents: self.flag("orphanDependents")?,
@@ -106,7 +123,9 @@ impl Query {
         };
         if let Some(b) = body {
             if let Some(g) = b.get("gracePeriodSeconds") {
-                o.grace_period_seconds = Some(g.as_i64().ok_or_else(|| ApiError::bad_request("gracePeriodSeconds must be an integer"))?);
+                o.grace_period_seconds = Some(g.as_i64().ok_or_else(|| {
+                    ApiError::bad_request("gracePeriodSeconds must be an integer")
+                })?);
             }
             if let Some(p) = b.get("propagationPolicy").and_then(|p| p.as_str()) {
                 o.propagation_policy = Some(p.to_string());
@@ -116,7 +135,10 @@ impl Query {
             }
             if let Some(pre) = b.get("preconditions") {
                 o.precondition_uid = pre.get("uid").and_then(|v| v.as_str()).map(str::to_string);
-                o.precondition_resource_version = pre.get("resourceVersion").and_then(|v| v.as_str()).map(str::to_string);
+                o.precondition_resource_version = pre
+                    .get("resourceVersion")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string);
             }
             if let Some(d) = b.get("dryRun").and_then(|d| d.as_array()) {
                 if d.iter().any(|x| x.as_str() == Some("All")) {

@@ -50,7 +50,10 @@ pub fn parse(path: &str) -> Route {
     if let Some(rest) = trimmed.strip_prefix("/openapi/v3/") {
         return Route::OpenApiDoc(rest.to_string());
     }
-    if trimmed.starts_with("/healthz/") || trimmed.starts_with("/livez/") || trimmed.starts_with("/readyz/") {
+    if trimmed.starts_with("/healthz/")
+        || trimmed.starts_with("/livez/")
+        || trimmed.starts_with("/readyz/")
+    {
         return Route::Health("healthz");
     }
     let parts: Vec<String> = trimmed.split('/').skip(1).map(seg).collect();
@@ -76,7 +79,10 @@ pub fn parse(path: &str) -> Route {
     };
     let rest: &[String] = rest;
     // namespaces/<ns>/<resource>... unless it is a namespace's own subresource.
-    let rest = if rest.len() >= 3 && rest[0] == "namespaces" && !(rest.len() == 3 && (rest[2] == "status" || rest[2] == "finalize")) {
+    let rest = if rest.len() >= 3
+        && rest[0] == "namespaces"
+        && !(rest.len() == 3 && (rest[2] == "status" || rest[2] == "finalize"))
+    {
         p.namespace = rest[1].clone();
         &rest[2..]
     } else {
@@ -112,14 +118,27 @@ mod tests {
     #[test]
     fn resource_paths() {
         let p = res("/api/v1/namespaces/default/pods/web/status");
-        assert_eq!((p.namespace.as_str(), p.plural.as_str()), ("default", "pods"));
+        assert_eq!(
+            (p.namespace.as_str(), p.plural.as_str()),
+            ("default", "pods")
+        );
         assert_eq!(p.name.as_deref(), Some("web"));
         assert_eq!(p.subresource.as_deref(), Some("status"));
         let n = res("/api/v1/namespaces/x/finalize");
-        assert_eq!((n.plural.as_str(), n.name.as_deref(), n.subresource.as_deref()), ("namespaces", Some("x"), Some("finalize")));
+        assert_eq!(
+            (
+                n.plural.as_str(),
+                n.name.as_deref(),
+                n.subresource.as_deref()
+            ),
+            ("namespaces", Some("x"), Some("finalize"))
+        );
         let d = res("/apis/apps/v1/deployments");
         assert_eq!((d.group.as_str(), d.namespace.as_str()), ("apps", ""));
-        assert_eq!(res("/api/v1/namespaces/kube-system").name.as_deref(), Some("kube-system"));
+        assert_eq!(
+            res("/api/v1/namespaces/kube-system").name.as_deref(),
+            Some("kube-system")
+        );
         assert_eq!(parse("/apis/apps"), Route::Group("apps".into()));
         assert_eq!(parse("/api/v1/namespaces/a/pods/b/c/d"), Route::NotFound);
     }

@@ -51,13 +51,15 @@ impl StreamState {
                 Format::Table { v1beta1 } => {
                     let obj: Value = serde_json::from_slice(&object).unwrap_or(Value::Null);
                     let opts = TableOptions {
-                        include: negotiate::include_object(None).unwrap_or(table::IncludeObject::Metadata),
+                        include: negotiate::include_object(None)
+                            .unwrap_or(table::IncludeObject::Metadata),
                         now: self.app.server.clock.now(),
                         headers: self.first,
                     };
                     self.first = false;
                     let mut t = table::table(&self.resource, std::slice::from_ref(&obj), &opts);
-                    t["metadata"] = json!({"resourceVersion": kubesim_core::meta::resource_version(&obj)});
+                    t["metadata"] =
+                        json!({"resourceVersion": kubesim_core::meta::resource_version(&obj)});
                     if v1beta1 {
                         t["apiVersion"] = json!("meta.k8s.io/v1beta1");
                     }
@@ -72,12 +74,20 @@ impl StreamState {
                 let obj = json!({"kind": self.resource.kind, "apiVersion": self.resource.api_version(), "metadata": md});
                 line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
             }
-            WatchFrame::Error(e) => line("ERROR", &serde_json::to_vec(&e.to_status()).unwrap_or_default()),
+            WatchFrame::Error(e) => line(
+                "ERROR",
+                &serde_json::to_vec(&e.to_status()).unwrap_or_default(),
+            ),
         }
     }
 }
 
-pub(crate) fn stream(app: Arc<App>, resource: Arc<ResourceInfo>, rx: mpsc::Receiver<WatchFrame>, format: Format) -> Response {
+pub(crate) fn stream(
+    app: Arc<App>,
+    resource: Arc<ResourceInfo>,
+    rx: mpsc::Receiver<WatchFrame>,
+    format: Format,
+) -> Response {
     app.metrics.watch_started();
     let state = StreamState {
         rx,
@@ -93,7 +103,13 @@ pub(crate) fn stream(app: Arc<App>, resource: Arc<ResourceInfo>, rx: mpsc::Recei
         Some((Ok::<Bytes, std::convert::Infallible>(bytes), st))
     });
     let mut r = Response::new(Body::from_stream(s));
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     r
 }

@@ -56,7 +56,6 @@ impl Filter {
             return true;
         }
         let (fields, labels) = split(attrs);
-        self.fields.matches(&|f| lookup(fields, f))
-            && self.labels.matches(&|k| lookup(labels, k))
+        self.fields.matches(&|f| lookup(fields, f)) && self.labels.matches(&|k| lookup(labels, k))
     }
 }

@@ -1,7 +1,9 @@
 //! CustomResourceDefinitions: status on admission, and serving (or no
 //! longer serving) the resources they define.
 
-use kubesim_core::resource::{CrdInfo, PrinterColumn, ScalePaths, Subresource, ALL_VERBS, SUB_VERBS};
+use kubesim_core::resource::{
+    CrdInfo, PrinterColumn, ScalePaths, Subresource, ALL_VERBS, SUB_VERBS,
+};
 use kubesim_core::{meta, ResourceInfo, Scope};
 use serde_json::{json, Value};
 
@@ -9,7 +11,11 @@ use super::Server;
 
 /// Accepts a CRD at once: names accepted, Established, storage version recorded.
 pub(crate) fn admit_crd(obj: &mut Value) {
-    let names = obj.get("spec").and_then(|s| s.get("names")).cloned().unwrap_or(json!({}));
+    let names = obj
+        .get("spec")
+        .and_then(|s| s.get("names"))
+        .cloned()
+        .unwrap_or(json!({}));
     let mut accepted = names.clone();
     if accepted.get("singular").is_none() {
         if let Some(k) = names.get("kind").and_then(Value::as_str) {
@@ -49,17 +55,33 @@ pub(crate) fn admit_crd(obj: &mut Value) {
 
 fn strs(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// The resources a CRD object defines, one per served version.
 pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
     let spec = crd.get("spec").cloned().unwrap_or(json!({}));
-    let group = spec.get("group").and_then(Value::as_str).unwrap_or("").to_string();
+    let group = spec
+        .get("group")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let names = spec.get("names").cloned().unwrap_or(json!({}));
-    let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
-    let plural = names.get("plural").and_then(Value::as_str).unwrap_or("").to_string();
+    let kind = names
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let plural = names
+        .get("plural")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if group.is_empty() || kind.is_empty() || plural.is_empty() {
         return Vec::new();
     }
@@ -74,23 +96,53 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
         Scope::Namespaced
     };
     let mut out = Vec::new();
-    for v in spec.get("versions").and_then(Value::as_array).into_iter().flatten() {
+    for v in spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if v.get("served") == Some(&Value::Bool(false)) {
             continue;
         }
-        let Some(version) = v.get("name").and_then(Value::as_str) else { continue };
+        let Some(version) = v.get("name").and_then(Value::as_str) else {
+            continue;
+        };
         let mut subresources = Vec::new();
         let subs = v.get("subresources");
         if subs.and_then(|s| s.get("status")).is_some() {
-            subresources.push(Subresource { name: "status", group: "", version: "", kind: kind.clone(), verbs: SUB_VERBS });
+            subresources.push(Subresource {
+                name: "status",
+                group: "",
+                version: "",
+                kind: kind.clone(),
+                verbs: SUB_VERBS,
+            });
         }
         let scale = subs.and_then(|s| s.get("scale")).map(|s| ScalePaths {
-            spec_replicas: s.get("specReplicasPath").and_then(Value::as_str).unwrap_or(".spec.replicas").to_string(),
-            status_replicas: s.get("statusReplicasPath").and_then(Value::as_str).unwrap_or(".status.replicas").to_string(),
-            label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(str::to_string),
+            spec_replicas: s
+                .get("specReplicasPath")
+                .and_then(Value::as_str)
+                .unwrap_or(".spec.replicas")
+                .to_string(),
+            status_replicas: s
+                .get("statusReplicasPath")
+                .and_then(Value::as_str)
+                .unwrap_or(".status.replicas")
+                .to_string(),
+            label_selector: s
+                .get("labelSelectorPath")
+                .and_then(Value::as_str)
+                .map(str::to_string),
         });
         if scale.is_some() {
-            subresources.push(Subresource { name: "scale", group: "autoscaling", version: "v1", kind: "Scale".into(), verbs: SUB_VERBS });
+            subresources.push(Subresource {
+                name: "scale",
+                group: "autoscaling",
+                version: "v1",
+                kind: "Scale".into(),
+                verbs: SUB_VERBS,
+            });
         }
         let printer_columns = v
             .get("additionalPrinterColumns")
@@ -98,12 +150,32 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
             .map(|cols| {
                 cols.iter()
                     .map(|c| PrinterColumn {
-                        name: c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                        type_: c.get("type").and_then(Value::as_str).unwrap_or("string").to_string(),
-                        format: c.get("format").and_then(Value::as_str).unwrap_or("").to_string(),
-                        description: c.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
+                        name: c
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        type_: c
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("string")
+                            .to_string(),
+                        format: c
+                            .get("format")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        description: c
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
                         priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                        json_path: c.get("jsonPath").and_then(Value::as_str).unwrap_or("").to_string(),
+                        json_path: c
+                            .get("jsonPath")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
                     })
                     .collect()
             })
@@ -129,7 +201,10 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
                 .collect(),
             crd: Some(CrdInfo {
                 printer_columns,
-                schema: v.get("schema").and_then(|s| s.get("openAPIV3Schema")).cloned(),
+                schema: v
+                    .get("schema")
+                    .and_then(|s| s.get("openAPIV3Schema"))
+                    .cloned(),
                 scale,
             }),
         });
@@ -139,7 +214,11 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
 
 impl Server {
     pub(crate) fn register_crd(&self, crd: &Value) {
-        let group = crd.get("spec").and_then(|s| s.get("group")).and_then(Value::as_str).unwrap_or("");
+        let group = crd
+            .get("spec")
+            .and_then(|s| s.get("group"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let plural = crd
             .get("spec")
             .and_then(|s| s.get("names"))
@@ -163,7 +242,10 @@ impl Server {
 
     /// Serves the resources of every stored CRD (at start).
     pub(crate) fn load_custom_resources(&self) {
-        let Some(crds) = self.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
+        let Some(crds) =
+            self.registry
+                .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        else {
             return;
         };
         if let Ok(snap) = self.store.snapshot(&crds.storage_key(), None) {

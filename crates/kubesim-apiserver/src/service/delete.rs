@@ -22,11 +22,13 @@ pub struct DeleteResult {
 /// `ReturnDeletedObject`) and with a Status for the rest.
 fn returns_object(resource: &ResourceInfo) -> bool {
     resource.is_custom()
-        || (resource.group.is_empty() && matches!(resource.plural.as_str(), "pods" | "services" | "namespaces"))
+        || (resource.group.is_empty()
+            && matches!(resource.plural.as_str(), "pods" | "services" | "namespaces"))
 }
 
 fn success_status(resource: &ResourceInfo, obj: &Value) -> Value {
-    let mut details = json!({"name": meta::name(obj), "kind": resource.plural, "uid": meta::uid(obj)});
+    let mut details =
+        json!({"name": meta::name(obj), "kind": resource.plural, "uid": meta::uid(obj)});
     if !resource.group.is_empty() {
         details["group"] = Value::String(resource.group.clone());
     }
@@ -43,7 +45,11 @@ fn grace_period(resource: &ResourceInfo, obj: &Value, opts: &DeleteOptions) -> i
         .and_then(|s| s.get("nodeName"))
         .and_then(Value::as_str)
         .is_some_and(|n| !n.is_empty());
-    let phase = obj.get("status").and_then(|s| s.get("phase")).and_then(Value::as_str).unwrap_or("");
+    let phase = obj
+        .get("status")
+        .and_then(|s| s.get("phase"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if !bound || phase == "Succeeded" || phase == "Failed" {
         return 0;
     }
@@ -67,7 +73,11 @@ fn policy(resource: &ResourceInfo, opts: &DeleteOptions) -> Result<String, ApiEr
                 "DeleteOptions",
                 "meta.k8s.io",
                 "",
-                vec![Cause::invalid("propagationPolicy", p, "orphanDependents and deletionPropagation cannot be both set")],
+                vec![Cause::invalid(
+                    "propagationPolicy",
+                    p,
+                    "orphanDependents and deletionPropagation cannot be both set",
+                )],
             ));
         }
         return match p {
@@ -76,7 +86,11 @@ fn policy(resource: &ResourceInfo, opts: &DeleteOptions) -> Result<String, ApiEr
                 "DeleteOptions",
                 "meta.k8s.io",
                 "",
-                vec![Cause::unsupported("propagationPolicy", other, &["Foreground", "Background", "Orphan"])],
+                vec![Cause::unsupported(
+                    "propagationPolicy",
+                    other,
+                    &["Foreground", "Background", "Orphan"],
+                )],
             )),
         };
     }
@@ -127,7 +141,11 @@ impl Server {
             }
             let ns_pending = resource.group.is_empty()
                 && resource.plural == "namespaces"
-                && cur.get("spec").and_then(|s| s.get("finalizers")).and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+                && cur
+                    .get("spec")
+                    .and_then(|s| s.get("finalizers"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| !a.is_empty());
             if grace > 0 || !finalizers.is_empty() || ns_pending {
                 if meta::is_deleting(&cur) {
                     let existing = cur
@@ -137,7 +155,10 @@ impl Server {
                         .unwrap_or(0);
                     // Only a shorter grace period changes a deletion in progress.
                     if grace >= existing || (!finalizers.is_empty() && grace > 0) || ns_pending {
-                        return Ok(DeleteResult { body: cur, code: 200 });
+                        return Ok(DeleteResult {
+                            body: cur,
+                            code: 200,
+                        });
                     }
                 }
                 let now = self.clock.now();
@@ -146,7 +167,10 @@ impl Server {
                     .unwrap_or(now);
                 {
                     let m = meta::metadata_mut(&mut new);
-                    m.insert("deletionTimestamp".into(), Value::String(meta::format_time(at)));
+                    m.insert(
+                        "deletionTimestamp".into(),
+                        Value::String(meta::format_time(at)),
+                    );
                     m.insert("deletionGracePeriodSeconds".into(), json!(grace));
                     if !finalizers.is_empty() {
                         m.insert("finalizers".into(), json!(finalizers));
@@ -156,16 +180,29 @@ impl Server {
                     new["status"]["phase"] = Value::String("Terminating".into());
                 }
                 if opts.dry_run {
-                    return Ok(DeleteResult { body: new, code: 200 });
+                    return Ok(DeleteResult {
+                        body: new,
+                        code: 200,
+                    });
                 }
                 match self.commit_update(resource, ns, name, &rec, new)? {
                     Some((obj, rev)) => {
                         self.store.wait_durable(rev).await.map_err(store_error)?;
                         return Ok(match obj {
-                            Some(o) => DeleteResult { body: o, code: if opts.orphan_dependents == Some(false) { 202 } else { 200 } },
+                            Some(o) => DeleteResult {
+                                body: o,
+                                code: if opts.orphan_dependents == Some(false) {
+                                    202
+                                } else {
+                                    200
+                                },
+                            },
                             None => {
                                 self.after_delete(resource, &cur);
-                                DeleteResult { body: self.deleted_body(resource, &cur, rev), code: 200 }
+                                DeleteResult {
+                                    body: self.deleted_body(resource, &cur, rev),
+                                    code: 200,
+                                }
                             }
                         });
                     }
@@ -173,35 +210,57 @@ impl Server {
                 }
             }
             if opts.dry_run {
-                return Ok(DeleteResult { body: self.deleted_body(resource, &cur, rec.rev), code: 200 });
+                return Ok(DeleteResult {
+                    body: self.deleted_body(resource, &cur, rec.rev),
+                    code: 200,
+                });
             }
             let mut fin = cur.clone();
             let mut raced = false;
             let committed = self
                 .store
-                .write(&resource.storage_key(), &object_key(resource, ns, name), &mut |c, rev| {
-                    if c.map(|c| c.rev) != Some(rec.rev) {
-                        raced = true;
-                        return WriteOp::Abort;
-                    }
-                    meta::metadata_mut(&mut fin).insert("resourceVersion".into(), Value::String(rev.to_string()));
-                    WriteOp::Delete { bytes: encode(&fin) }
-                })
+                .write(
+                    &resource.storage_key(),
+                    &object_key(resource, ns, name),
+                    &mut |c, rev| {
+                        if c.map(|c| c.rev) != Some(rec.rev) {
+                            raced = true;
+                            return WriteOp::Abort;
+                        }
+                        meta::metadata_mut(&mut fin)
+                            .insert("resourceVersion".into(), Value::String(rev.to_string()));
+                        WriteOp::Delete {
+                            bytes: encode(&fin),
+                        }
+                    },
+                )
                 .map_err(store_error)?;
             if raced {
                 continue;
             }
-            self.store.wait_durable(committed.rev).await.map_err(store_error)?;
+            self.store
+                .wait_durable(committed.rev)
+                .await
+                .map_err(store_error)?;
             self.after_delete(resource, &cur);
-            return Ok(DeleteResult { body: self.deleted_body(resource, &cur, committed.rev), code: 200 });
+            return Ok(DeleteResult {
+                body: self.deleted_body(resource, &cur, committed.rev),
+                code: 200,
+            });
         }
-        Err(ApiError::conflict(&resource.plural, &resource.group, name, "too many concurrent updates; please try again"))
+        Err(ApiError::conflict(
+            &resource.plural,
+            &resource.group,
+            name,
+            "too many concurrent updates; please try again",
+        ))
     }
 
     fn deleted_body(&self, resource: &ResourceInfo, obj: &Value, rev: u64) -> Value {
         if returns_object(resource) {
             let mut o = obj.clone();
-            meta::metadata_mut(&mut o).insert("resourceVersion".into(), Value::String(rev.to_string()));
+            meta::metadata_mut(&mut o)
+                .insert("resourceVersion".into(), Value::String(rev.to_string()));
             o
         } else {
             success_status(resource, obj)
@@ -210,14 +269,18 @@ impl Server {
 
     /// Work after an object is gone for good.
     fn after_delete(&self, resource: &ResourceInfo, obj: &Value) {
-        if resource.group == "apiextensions.k8s.io" && resource.plural == "customresourcedefinitions" {
+        if resource.group == "apiextensions.k8s.io"
+            && resource.plural == "customresourcedefinitions"
+        {
             // The custom objects go with their definition.
             for r in super::crd::crd_resources(obj) {
                 let key = r.storage_key();
                 if let Ok(snap) = self.store.snapshot(&key, None) {
                     for (k, rec) in snap.items.iter() {
                         let bytes = rec.bytes.clone();
-                        let _ = self.store.write(&key, k, &mut |_, _| WriteOp::Delete { bytes: bytes.clone() });
+                        let _ = self.store.write(&key, k, &mut |_, _| WriteOp::Delete {
+                            bytes: bytes.clone(),
+                        });
                     }
                 }
             }
@@ -232,10 +295,21 @@ impl Server {
         list: &ListOptions,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        let page = self.list(resource, ns, &ListOptions { limit: None, continue_token: None, ..list.clone() })?;
+        let page = self.list(
+            resource,
+            ns,
+            &ListOptions {
+                limit: None,
+                continue_token: None,
+                ..list.clone()
+            },
+        )?;
         for rec in page.items {
             let obj = super::decode(&rec)?;
-            match self.delete(resource, meta::namespace(&obj), meta::name(&obj), opts).await {
+            match self
+                .delete(resource, meta::namespace(&obj), meta::name(&obj), opts)
+                .await
+            {
                 Ok(_) => {}
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),

@@ -53,7 +53,12 @@ impl Server {
     }
 
     /// Resolves `group/version/plural`, or 404 as the real server answers.
-    pub fn resource(&self, group: &str, version: &str, plural: &str) -> Result<Arc<ResourceInfo>, ApiError> {
+    pub fn resource(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Result<Arc<ResourceInfo>, ApiError> {
         self.registry
             .get(group, version, plural)
             .ok_or_else(ApiError::path_not_found)

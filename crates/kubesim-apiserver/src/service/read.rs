@@ -47,15 +47,18 @@ fn encode_continue(rv: u64, next_key: &str) -> String {
         rv,
         start: format!("{next_key}\u{0}"),
     };
-    base64::engine::general_purpose::URL_SAFE
-        .encode(serde_json::to_vec(&t).unwrap_or_default())
+    base64::engine::general_purpose::URL_SAFE.encode(serde_json::to_vec(&t).unwrap_or_default())
 }
 
 fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
-    let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    let bad = || {
+        ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    };
     let raw = base64::engine::general_purpose::URL_SAFE
         .decode(token.trim_end_matches('='))
-        .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.trim_end_matches('=')))
+        .or_else(|_| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.trim_end_matches('='))
+        })
         .map_err(|_| bad())?;
     let t: ContinueToken = serde_json::from_slice(&raw).map_err(|_| bad())?;
     if t.v != "meta.k8s.io/v1" || t.rv == 0 {
@@ -136,7 +139,12 @@ pub fn rv_match(opts: &ListOptions) -> Result<RvMatch, ApiError> {
 }
 
 impl Server {
-    pub fn get_record(&self, resource: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<Record>, ApiError> {
+    pub fn get_record(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+    ) -> Result<Arc<Record>, ApiError> {
         self.store
             .get(&resource.storage_key(), &object_key(resource, ns, name))
             .ok_or_else(|| ApiError::not_found(&resource.plural, &resource.group, name))
@@ -147,7 +155,11 @@ impl Server {
         super::decode(&rec)
     }
 
-    pub(crate) fn snapshot_for(&self, resource: &ResourceInfo, m: RvMatch) -> Result<Snapshot, ApiError> {
+    pub(crate) fn snapshot_for(
+        &self,
+        resource: &ResourceInfo,
+        m: RvMatch,
+    ) -> Result<Snapshot, ApiError> {
         let key = resource.storage_key();
         match m {
             RvMatch::Newest => self.store.snapshot(&key, None).map_err(store_error),
@@ -164,11 +176,18 @@ impl Server {
         }
     }
 
-    pub fn list(&self, resource: &ResourceInfo, ns: &str, opts: &ListOptions) -> Result<ListResult, ApiError> {
+    pub fn list(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        opts: &ListOptions,
+    ) -> Result<ListResult, ApiError> {
         let filter = parse_filter(resource, opts)?;
         let limit = match opts.limit {
             Some(l) if l < 0 => {
-                return Err(ApiError::bad_request(format!("limit must be non-negative, got {l}")))
+                return Err(ApiError::bad_request(format!(
+                    "limit must be non-negative, got {l}"
+                )))
             }
             Some(l) if l > 0 => Some(l.min(MAX_LIMIT) as usize),
             _ => None,
@@ -217,7 +236,8 @@ impl Server {
             if let Some(lk) = &last_key {
                 continue_token = Some(encode_continue(snap.rev, lk));
                 if filter.is_everything() {
-                    let after: std::sync::Arc<str> = std::sync::Arc::from(format!("{lk}\u{0}").as_str());
+                    let after: std::sync::Arc<str> =
+                        std::sync::Arc::from(format!("{lk}\u{0}").as_str());
                     let n = snap
                         .items
                         .range(after..)

@@ -19,13 +19,24 @@ impl IpAllocator {
         let n = self.next + 1;
         let base: u32 = (10 << 24) | (96 << 16);
         let ip = base + (n % (1 << 20));
-        format!("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255)
+        format!(
+            "{}.{}.{}.{}",
+            ip >> 24,
+            (ip >> 16) & 255,
+            (ip >> 8) & 255,
+            ip & 255
+        )
     }
 }
 
 impl Server {
     /// Admission for `obj` (create when `old` is None).
-    pub(crate) fn admit(&self, resource: &ResourceInfo, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
+    pub(crate) fn admit(
+        &self,
+        resource: &ResourceInfo,
+        obj: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
         match (resource.group.as_str(), resource.plural.as_str()) {
             ("", "pods") if old.is_none() => self.admit_pod_priority(obj),
             ("", "services") => {
@@ -60,7 +71,11 @@ impl Server {
                     })
                 })
         } else if class == "system-node-critical" || class == "system-cluster-critical" {
-            let value = if class == "system-node-critical" { 2_000_001_000 } else { 2_000_000_000 };
+            let value = if class == "system-node-critical" {
+                2_000_001_000
+            } else {
+                2_000_000_000
+            };
             Some(json!({"metadata": {"name": class}, "value": value}))
         } else {
             match self.store.get(&pcs.storage_key(), &class) {
@@ -90,7 +105,10 @@ impl Server {
                     ));
                 }
             }
-            spec.insert("priorityClassName".into(), Value::String(meta::name(&pc).to_string()));
+            spec.insert(
+                "priorityClassName".into(),
+                Value::String(meta::name(&pc).to_string()),
+            );
             spec.insert("priority".into(), json!(value));
             if let Some(pp) = pc.get("preemptionPolicy") {
                 spec.insert("preemptionPolicy".into(), pp.clone());
@@ -105,7 +123,11 @@ impl Server {
         let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
             return;
         };
-        let ty = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
+        let ty = spec
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("ClusterIP")
+            .to_string();
         if ty == "ExternalName" {
             return;
         }
@@ -114,7 +136,11 @@ impl Server {
             .and_then(|s| s.get("clusterIP"))
             .and_then(Value::as_str)
             .map(str::to_string);
-        let want = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("").to_string();
+        let want = spec
+            .get("clusterIP")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let ip = match (want.as_str(), old_ip) {
             ("None", _) => "None".to_string(),
             ("", Some(o)) => o,
@@ -138,7 +164,9 @@ impl Server {
 
     /// Work after a committed write: CRDs (un)register their resources.
     pub(crate) fn after_commit(&self, resource: &ResourceInfo, obj: Option<&Value>) {
-        if resource.group == "apiextensions.k8s.io" && resource.plural == "customresourcedefinitions" {
+        if resource.group == "apiextensions.k8s.io"
+            && resource.plural == "customresourcedefinitions"
+        {
             if let Some(o) = obj {
                 self.register_crd(o);
             }

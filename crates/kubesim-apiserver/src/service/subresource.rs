@@ -35,13 +35,19 @@ fn set_path(obj: &mut Value, path: &str, v: Value) {
 /// The label-selector string of a workload's `spec.selector`.
 fn selector_string(sel: Option<&Value>) -> String {
     match sel {
-        Some(Value::Object(m)) if m.contains_key("matchLabels") || m.contains_key("matchExpressions") => {
-            LabelSelector::from_json(&Value::Object(m.clone())).map(|s| s.to_string()).unwrap_or_default()
+        Some(Value::Object(m))
+            if m.contains_key("matchLabels") || m.contains_key("matchExpressions") =>
+        {
+            LabelSelector::from_json(&Value::Object(m.clone()))
+                .map(|s| s.to_string())
+                .unwrap_or_default()
         }
         // ReplicationControllers use a plain map.
         Some(Value::Object(m)) => {
-            let mut pairs: Vec<String> =
-                m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
+            let mut pairs: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect();
             pairs.sort();
             pairs.join(",")
         }
@@ -51,7 +57,11 @@ fn selector_string(sel: Option<&Value>) -> String {
 
 fn scale_paths(resource: &ResourceInfo) -> (String, String, Option<String>) {
     match resource.crd.as_ref().and_then(|c| c.scale.as_ref()) {
-        Some(s) => (s.spec_replicas.clone(), s.status_replicas.clone(), s.label_selector.clone()),
+        Some(s) => (
+            s.spec_replicas.clone(),
+            s.status_replicas.clone(),
+            s.label_selector.clone(),
+        ),
         None => (".spec.replicas".into(), ".status.replicas".into(), None),
     }
 }
@@ -61,12 +71,21 @@ impl Server {
     pub fn scale_of(&self, resource: &ResourceInfo, obj: &Value) -> Value {
         let (spec_p, status_p, sel_p) = scale_paths(resource);
         let selector = match sel_p {
-            Some(p) => at_path(obj, &p).and_then(Value::as_str).unwrap_or("").to_string(),
+            Some(p) => at_path(obj, &p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             None => selector_string(obj.get("spec").and_then(|s| s.get("selector"))),
         };
         let m = meta::metadata(obj).cloned().unwrap_or_default();
         let mut md = serde_json::Map::new();
-        for k in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+        for k in [
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+        ] {
             if let Some(v) = m.get(k) {
                 md.insert(k.into(), v.clone());
             }
@@ -80,7 +99,12 @@ impl Server {
         })
     }
 
-    pub fn get_scale(&self, resource: &ResourceInfo, ns: &str, name: &str) -> Result<Value, ApiError> {
+    pub fn get_scale(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
         let obj = self.get(resource, ns, name)?;
         Ok(self.scale_of(resource, &obj))
     }
@@ -99,31 +123,56 @@ impl Server {
         let mgr = manager(opts, caller);
         let mut precondition = false;
         let r = self
-            .update_with(resource, ns, name, Part::Main, opts, &mgr, false, &mut |cur| {
-                let scale = self.scale_of(resource, cur);
-                let new_scale = match &change {
-                    ScaleChange::Replace(body) => {
-                        let rv = meta::resource_version(body);
-                        if !rv.is_empty() && rv != meta::resource_version(cur) {
-                            precondition = true;
-                            return Err(ApiError::stale(&resource.plural, &resource.group, name));
+            .update_with(
+                resource,
+                ns,
+                name,
+                Part::Main,
+                opts,
+                &mgr,
+                false,
+                &mut |cur| {
+                    let scale = self.scale_of(resource, cur);
+                    let new_scale = match &change {
+                        ScaleChange::Replace(body) => {
+                            let rv = meta::resource_version(body);
+                            if !rv.is_empty() && rv != meta::resource_version(cur) {
+                                precondition = true;
+                                return Err(ApiError::stale(
+                                    &resource.plural,
+                                    &resource.group,
+                                    name,
+                                ));
+                            }
+                            (*body).clone()
                         }
-                        (*body).clone()
+                        ScaleChange::Patch(kind, body) => {
+                            let scale_info = scale_resource_info();
+                            patch::apply_patch(*kind, &scale_info, &scale, body)?
+                        }
+                    };
+                    let replicas = new_scale
+                        .get("spec")
+                        .and_then(|s| s.get("replicas"))
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0);
+                    if replicas < 0 {
+                        return Err(ApiError::invalid(
+                            "Scale",
+                            "autoscaling",
+                            name,
+                            vec![Cause::invalid(
+                                "spec.replicas",
+                                &replicas.to_string(),
+                                "must be greater than or equal to 0",
+                            )],
+                        ));
                     }
-                    ScaleChange::Patch(kind, body) => {
-                        let scale_info = scale_resource_info();
-                        patch::apply_patch(*kind, &scale_info, &scale, body)?
-                    }
-                };
-                let replicas = new_scale.get("spec").and_then(|s| s.get("replicas")).and_then(Value::as_i64).unwrap_or(0);
-                if replicas < 0 {
-                    return Err(ApiError::invalid("Scale", "autoscaling", name, vec![Cause::invalid(
-                        "spec.replicas", &replicas.to_string(), "must be greater than or equal to 0")]));
-                }
-                let mut out = cur.clone();
-                set_path(&mut out, &spec_p, json!(replicas));
-                Ok(out)
-            })
+                    let mut out = cur.clone();
+                    set_path(&mut out, &spec_p, json!(replicas));
+                    Ok(out)
+                },
+            )
             .await;
         let _ = precondition;
         let WriteResult { obj, .. } = r?;
@@ -133,23 +182,50 @@ impl Server {
     /// POST pods/<name>/binding: assigns the pod to a node, once.
     pub async fn bind(&self, ns: &str, name: &str, binding: &Value) -> Result<Value, ApiError> {
         let pods = self.resource("", "v1", "pods")?;
-        let target = binding.get("target").and_then(|t| t.get("name")).and_then(Value::as_str).unwrap_or("");
+        let target = binding
+            .get("target")
+            .and_then(|t| t.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
         if target.is_empty() {
-            return Err(ApiError::invalid("Binding", "", name, vec![Cause::required("target.name")]));
+            return Err(ApiError::invalid(
+                "Binding",
+                "",
+                name,
+                vec![Cause::required("target.name")],
+            ));
         }
         for _ in 0..16 {
             let rec = self.get_record(&pods, ns, name)?;
             let cur = super::decode(&rec)?;
             if meta::is_deleting(&cur) {
-                return Err(ApiError::conflict("pods", "", name, "pod is being deleted, cannot be assigned to a host"));
+                return Err(ApiError::conflict(
+                    "pods",
+                    "",
+                    name,
+                    "pod is being deleted, cannot be assigned to a host",
+                ));
             }
-            let node = cur.get("spec").and_then(|s| s.get("nodeName")).and_then(Value::as_str).unwrap_or("");
+            let node = cur
+                .get("spec")
+                .and_then(|s| s.get("nodeName"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if !node.is_empty() {
-                return Err(ApiError::conflict("pods", "", name, &format!("pod {name} is already assigned to node \"{node}\"")));
+                return Err(ApiError::conflict(
+                    "pods",
+                    "",
+                    name,
+                    &format!("pod {name} is already assigned to node \"{node}\""),
+                ));
             }
             let mut new = cur.clone();
             new["spec"]["nodeName"] = Value::String(target.to_string());
-            if let Some(ann) = binding.get("metadata").and_then(|m| m.get("annotations")).and_then(Value::as_object) {
+            if let Some(ann) = binding
+                .get("metadata")
+                .and_then(|m| m.get("annotations"))
+                .and_then(Value::as_object)
+            {
                 let m = meta::metadata_mut(&mut new);
                 let a = m.entry("annotations").or_insert_with(|| json!({}));
                 for (k, v) in ann {
@@ -158,11 +234,21 @@ impl Server {
             }
             set_condition(&mut new, "PodScheduled", "True", &self.now_string());
             if let Some((_, rev)) = self.commit_update(&pods, ns, name, &rec, new)? {
-                self.store.wait_durable(rev).await.map_err(super::store_error)?;
-                return Ok(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}));
+                self.store
+                    .wait_durable(rev)
+                    .await
+                    .map_err(super::store_error)?;
+                return Ok(
+                    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+                );
             }
         }
-        Err(ApiError::conflict("pods", "", name, "too many concurrent updates; please try again"))
+        Err(ApiError::conflict(
+            "pods",
+            "",
+            name,
+            "too many concurrent updates; please try again",
+        ))
     }
 
     /// POST pods/<name>/eviction: a graceful delete unless a
@@ -172,19 +258,30 @@ impl Server {
         let pod = self.get(&pods, ns, name)?;
         let labels = meta::labels(&pod);
         let pdbs = self.resource("policy", "v1", "poddisruptionbudgets")?;
-        let snap = self.store.snapshot(&pdbs.storage_key(), None).map_err(super::store_error)?;
+        let snap = self
+            .store
+            .snapshot(&pdbs.storage_key(), None)
+            .map_err(super::store_error)?;
         let prefix = format!("{ns}/");
         for (k, rec) in snap.items.iter() {
             if !k.starts_with(prefix.as_str()) {
                 continue;
             }
             let pdb = super::decode(rec)?;
-            let Some(sel) = pdb.get("spec").and_then(|s| s.get("selector")) else { continue };
-            let Ok(sel) = LabelSelector::from_json(sel) else { continue };
+            let Some(sel) = pdb.get("spec").and_then(|s| s.get("selector")) else {
+                continue;
+            };
+            let Ok(sel) = LabelSelector::from_json(sel) else {
+                continue;
+            };
             if sel.is_empty() || !sel.matches_map(&labels) {
                 continue;
             }
-            let allowed = pdb.get("status").and_then(|s| s.get("disruptionsAllowed")).and_then(Value::as_i64).unwrap_or(0);
+            let allowed = pdb
+                .get("status")
+                .and_then(|s| s.get("disruptionsAllowed"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             if allowed <= 0 {
                 return Err(ApiError::too_many_requests(
                     format!("Cannot evict pod as it would violate the pod's disruption budget. The disruption budget {} needs {} healthy pods and has {} currently",
@@ -197,21 +294,45 @@ impl Server {
         }
         let d = eviction.get("deleteOptions");
         let opts = DeleteOptions {
-            grace_period_seconds: d.and_then(|d| d.get("gracePeriodSeconds")).and_then(Value::as_i64),
-            precondition_uid: d.and_then(|d| d.get("preconditions")).and_then(|p| p.get("uid")).and_then(Value::as_str).map(str::to_string),
-            precondition_resource_version: d.and_then(|d| d.get("preconditions")).and_then(|p| p.get("resourceVersion")).and_then(Value::as_str).map(str::to_string),
-            dry_run: d.and_then(|d| d.get("dryRun")).and_then(Value::as_array).is_some_and(|a| !a.is_empty()),
+            grace_period_seconds: d
+                .and_then(|d| d.get("gracePeriodSeconds"))
+                .and_then(Value::as_i64),
+            precondition_uid: d
+                .and_then(|d| d.get("preconditions"))
+                .and_then(|p| p.get("uid"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            precondition_resource_version: d
+                .and_then(|d| d.get("preconditions"))
+                .and_then(|p| p.get("resourceVersion"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            dry_run: d
+                .and_then(|d| d.get("dryRun"))
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty()),
             ..DeleteOptions::default()
         };
         self.delete(&pods, ns, name, &opts).await?;
-        Ok(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}))
+        Ok(
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+        )
     }
 
     /// PUT namespaces/<name>/finalize: replaces `spec.finalizers`; a
     /// terminating namespace with none left is removed.
-    pub async fn finalize_namespace(&self, name: &str, body: &Value, caller: &Caller) -> Result<Value, ApiError> {
+    pub async fn finalize_namespace(
+        &self,
+        name: &str,
+        body: &Value,
+        caller: &Caller,
+    ) -> Result<Value, ApiError> {
         let nsr = self.resource("", "v1", "namespaces")?;
-        let fins = body.get("spec").and_then(|s| s.get("finalizers")).cloned().unwrap_or(json!([]));
+        let fins = body
+            .get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .cloned()
+            .unwrap_or(json!([]));
         let opts = WriteOptions::default();
         let mgr = manager(&opts, caller);
         let r = self
@@ -226,12 +347,23 @@ impl Server {
 
     /// GET pods/<name>/log: emulated pods write no output, so the log is
     /// empty, but the container checks are the real server's.
-    pub fn pod_log(&self, ns: &str, name: &str, container: Option<&str>) -> Result<String, ApiError> {
+    pub fn pod_log(
+        &self,
+        ns: &str,
+        name: &str,
+        container: Option<&str>,
+    ) -> Result<String, ApiError> {
         let pods = self.resource("", "v1", "pods")?;
         let pod = self.get(&pods, ns, name)?;
         let names: Vec<String> = ["containers", "initContainers"]
             .iter()
-            .flat_map(|f| pod.get("spec").and_then(|s| s.get(*f)).and_then(Value::as_array).cloned().unwrap_or_default())
+            .flat_map(|f| {
+                pod.get("spec")
+                    .and_then(|s| s.get(*f))
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            })
             .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_string))
             .collect();
         match container {
@@ -275,14 +407,23 @@ pub fn set_condition(obj: &mut Value, ty: &str, status: &str, now: &str) {
     if !obj.get("status").is_some_and(Value::is_object) {
         obj["status"] = json!({});
     }
-    let conds = obj["status"].as_object_mut().map(|s| s.entry("conditions").or_insert_with(|| json!([])));
-    let Some(Value::Array(list)) = conds else { return };
-    if let Some(c) = list.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some(ty)) {
+    let conds = obj["status"]
+        .as_object_mut()
+        .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
+    let Some(Value::Array(list)) = conds else {
+        return;
+    };
+    if let Some(c) = list
+        .iter_mut()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+    {
         if c.get("status").and_then(Value::as_str) != Some(status) {
             c["status"] = Value::String(status.into());
             c["lastTransitionTime"] = Value::String(now.into());
         }
         return;
     }
-    list.push(json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": now}));
+    list.push(
+        json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": now}),
+    );
 }

@@ -21,10 +21,16 @@ const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 /// One frame of a watch stream; objects stay serialized.
 #[derive(Debug, Clone)]
 pub enum WatchFrame {
-    Event { kind: &'static str, object: Bytes },
+    Event {
+        kind: &'static str,
+        object: Bytes,
+    },
     /// Progress notification at `rev`; `initial_end` marks the end of a
     /// streaming list's initial events.
-    Bookmark { rev: u64, initial_end: bool },
+    Bookmark {
+        rev: u64,
+        initial_end: bool,
+    },
     Error(ApiError),
 }
 
@@ -59,21 +65,46 @@ impl Server {
                 ));
             }
             if streaming && !opts.allow_bookmarks {
-                causes.push(Cause::forbidden("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"));
+                causes.push(Cause::forbidden(
+                    "allowWatchBookmarks",
+                    "sendInitialEvents requires setting allowWatchBookmarks to true",
+                ));
             }
             if !causes.is_empty() {
                 return Err(ApiError::invalid("ListOptions", "meta.k8s.io", "", causes));
             }
-        } else if opts.resource_version_match.as_deref().is_some_and(|m| !m.is_empty()) {
+        } else if opts
+            .resource_version_match
+            .as_deref()
+            .is_some_and(|m| !m.is_empty())
+        {
             return Err(ApiError::invalid("ListOptions", "meta.k8s.io", "", vec![Cause::forbidden(
                 "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")]));
         }
-        let with_initial = streaming || (opts.send_initial_events.is_none() && (rv.is_empty() || rv == "0"));
+        let with_initial =
+            streaming || (opts.send_initial_events.is_none() && (rv.is_empty() || rv == "0"));
         if !with_initial {
-            let from = if rv.is_empty() || rv == "0" { self.store.current_rev() } else { super::parse_rv(rv)? };
-            return Ok(Plan { filter, prefix, initial: Vec::new(), initial_end: false, from });
+            let from = if rv.is_empty() || rv == "0" {
+                self.store.current_rev()
+            } else {
+                super::parse_rv(rv)?
+            };
+            return Ok(Plan {
+                filter,
+                prefix,
+                initial: Vec::new(),
+                initial_end: false,
+                from,
+            });
         }
-        let m = if rv.is_empty() || rv == "0" { RvMatch::Newest } else { rv_match(&ListOptions { resource_version_match: Some("NotOlderThan".into()), ..opts.clone() })? };
+        let m = if rv.is_empty() || rv == "0" {
+            RvMatch::Newest
+        } else {
+            rv_match(&ListOptions {
+                resource_version_match: Some("NotOlderThan".into()),
+                ..opts.clone()
+            })?
+        };
         let snap = self.snapshot_for(&req.resource, m)?;
         let start: Arc<str> = Arc::from(prefix.as_str());
         let initial = snap
@@ -83,37 +114,79 @@ impl Server {
             .filter(|(_, r)| filter.matches(&r.attrs))
             .map(|(_, r)| r.bytes.clone())
             .collect();
-        Ok(Plan { filter, prefix, initial, initial_end: streaming, from: snap.rev })
+        Ok(Plan {
+            filter,
+            prefix,
+            initial,
+            initial_end: streaming,
+            from: snap.rev,
+        })
     }
 
     /// Starts a watch. Errors that upstream reports before streaming (bad
     /// selectors, bad options) are returned; an expired resourceVersion is
     /// reported in-stream as an ERROR event, as clients expect.
-    pub fn watch(self: &Arc<Self>, req: WatchRequest) -> Result<mpsc::Receiver<WatchFrame>, ApiError> {
+    pub fn watch(
+        self: &Arc<Self>,
+        req: WatchRequest,
+    ) -> Result<mpsc::Receiver<WatchFrame>, ApiError> {
         let plan = self.plan_watch(&req)?;
         let (tx, rx) = mpsc::channel(256);
-        let timeout = Duration::from_secs(req.opts.timeout_seconds.unwrap_or_else(|| 1800 + self.rng.below(1800)));
+        let timeout = Duration::from_secs(
+            req.opts
+                .timeout_seconds
+                .unwrap_or_else(|| 1800 + self.rng.below(1800)),
+        );
         let server = self.clone();
         let bookmarks = req.opts.allow_bookmarks;
         tokio::spawn(async move {
             let clock = server.clock.clone();
             let _ = clock
-                .timeout(timeout, server.run_watch(req.resource.clone(), plan, bookmarks, &tx))
+                .timeout(
+                    timeout,
+                    server.run_watch(req.resource.clone(), plan, bookmarks, &tx),
+                )
                 .await;
             if bookmarks && !tx.is_closed() {
-                let _ = tx.send(WatchFrame::Bookmark { rev: server.store.current_rev(), initial_end: false }).await;
+                let _ = tx
+                    .send(WatchFrame::Bookmark {
+                        rev: server.store.current_rev(),
+                        initial_end: false,
+                    })
+                    .await;
             }
         });
         Ok(rx)
     }
 
-    async fn run_watch(&self, resource: Arc<ResourceInfo>, plan: Plan, bookmarks: bool, tx: &mpsc::Sender<WatchFrame>) {
+    async fn run_watch(
+        &self,
+        resource: Arc<ResourceInfo>,
+        plan: Plan,
+        bookmarks: bool,
+        tx: &mpsc::Sender<WatchFrame>,
+    ) {
         for object in plan.initial {
-            if tx.send(WatchFrame::Event { kind: "ADDED", object }).await.is_err() {
+            if tx
+                .send(WatchFrame::Event {
+                    kind: "ADDED",
+                    object,
+                })
+                .await
+                .is_err()
+            {
                 return;
             }
         }
-        if plan.initial_end && tx.send(WatchFrame::Bookmark { rev: plan.from, initial_end: true }).await.is_err() {
+        if plan.initial_end
+            && tx
+                .send(WatchFrame::Bookmark {
+                    rev: plan.from,
+                    initial_end: true,
+                })
+                .await
+                .is_err()
+        {
             return;
         }
         let mut stream = match self.store.watch(&resource.storage_key(), plan.from) {
@@ -179,7 +252,8 @@ fn translate(ev: &Event, filter: &Filter, prefix: &str) -> Option<WatchFrame> {
                 // matching state, at the revision where it left.
                 let prev = ev.prev.as_ref()?;
                 let mut v: Value = serde_json::from_slice(&prev.bytes).ok()?;
-                meta::metadata_mut(&mut v).insert("resourceVersion".into(), Value::String(ev.rev.to_string()));
+                meta::metadata_mut(&mut v)
+                    .insert("resourceVersion".into(), Value::String(ev.rev.to_string()));
                 ("DELETED", encode(&v))
             }
             (false, false) => return None,

@@ -74,8 +74,10 @@ fn tracks_generation(resource: &ResourceInfo) -> bool {
 /// Resources whose create keeps a client-provided status (a kubelet
 /// registers a node with its status; everything else starts empty).
 fn keeps_status_on_create(resource: &ResourceInfo) -> bool {
-    matches!(resource.plural.as_str(), "nodes" | "pods" | "namespaces" | "events")
-        || !resource.has_subresource("status")
+    matches!(
+        resource.plural.as_str(),
+        "nodes" | "pods" | "namespaces" | "events"
+    ) || !resource.has_subresource("status")
 }
 
 /// Everything but metadata and status: what bumps `generation`.
@@ -83,7 +85,9 @@ fn spec_part(obj: &Value) -> Map<String, Value> {
     obj.as_object()
         .map(|m| {
             m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
@@ -105,9 +109,15 @@ pub(crate) fn manager(opts: &WriteOptions, caller: &Caller) -> String {
 
 impl Server {
     /// Checks apiVersion/kind of a body against the resource it is sent to.
-    pub(crate) fn check_type(&self, resource: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    pub(crate) fn check_type(
+        &self,
+        resource: &ResourceInfo,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
         let Some(m) = obj.as_object_mut() else {
-            return Err(ApiError::bad_request("the body of the request is not a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request is not a JSON object",
+            ));
         };
         let want_av = resource.api_version();
         match m.get("apiVersion").and_then(Value::as_str) {
@@ -157,9 +167,15 @@ impl Server {
         if unknown.is_empty() {
             return Ok(Vec::new());
         }
-        let msgs: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+        let msgs: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
         if mode == FieldValidation::Strict {
-            return Err(ApiError::bad_request(format!("strict decoding error: {}", msgs.join(", "))));
+            return Err(ApiError::bad_request(format!(
+                "strict decoding error: {}",
+                msgs.join(", ")
+            )));
         }
         Ok(msgs)
     }
@@ -172,13 +188,7 @@ impl Server {
         };
         let obj = super::decode(&rec)?;
         if meta::is_deleting(&obj) {
-            return Err(ApiError::forbidden(
-                "",
-                "",
-                "",
-                "",
-            )
-            .tap_message(format!(
+            return Err(ApiError::forbidden("", "", "", "").tap_message(format!(
                 "unable to create new content in namespace {ns} because it is being terminated"
             )));
         }
@@ -206,12 +216,18 @@ impl Server {
         let mgr = manager(opts, caller);
         let now = self.now_string();
         patch::track_update(resource, None, &mut obj, &mgr, None, &now);
-        self.finish_create(resource, ns, &name, obj, opts, warnings).await
+        self.finish_create(resource, ns, &name, obj, opts, warnings)
+            .await
     }
 
     /// Everything a create does before the commit: namespace, name,
     /// server metadata, status reset, defaulting, admission, validation.
-    pub(crate) fn prepare_create(&self, resource: &ResourceInfo, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
+    pub(crate) fn prepare_create(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
         let m = meta::metadata_mut(obj);
         if resource.namespaced() {
             match m.get("namespace").and_then(Value::as_str) {
@@ -227,16 +243,28 @@ impl Server {
         } else {
             m.remove("namespace");
         }
-        if m.get("resourceVersion").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
-            return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+        if m.get("resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+        {
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
         m.remove("resourceVersion");
-        let name = m.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = m
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if name.is_empty() {
             match m.get("generateName").and_then(Value::as_str) {
                 Some(g) if !g.is_empty() => {
                     let g = g.to_string();
-                    m.insert("name".into(), Value::String(format!("{g}{}", self.rng.suffix(5))));
+                    m.insert(
+                        "name".into(),
+                        Value::String(format!("{g}{}", self.rng.suffix(5))),
+                    );
                 }
                 _ => {
                     return Err(ApiError::invalid(
@@ -270,11 +298,22 @@ impl Server {
         }
         let rng = self.rng.clone();
         let mut suffix = move || rng.suffix(5);
-        defaults::apply(resource, obj, &mut defaults::Context { random_suffix: &mut suffix });
+        defaults::apply(
+            resource,
+            obj,
+            &mut defaults::Context {
+                random_suffix: &mut suffix,
+            },
+        );
         self.admit(resource, obj, None)?;
         let causes = validation::validate(resource, obj, None);
         if !causes.is_empty() {
-            return Err(ApiError::invalid(&resource.kind, &resource.group, meta::name(obj), causes));
+            return Err(ApiError::invalid(
+                &resource.kind,
+                &resource.group,
+                meta::name(obj),
+                causes,
+            ));
         }
         Ok(())
     }
@@ -289,7 +328,11 @@ impl Server {
         warnings: Vec<String>,
     ) -> Result<WriteResult, ApiError> {
         if opts.dry_run {
-            return Ok(WriteResult { obj, created: true, warnings });
+            return Ok(WriteResult {
+                obj,
+                created: true,
+                warnings,
+            });
         }
         let attrs = attrs::compute(resource, &obj);
         let key = object_key(resource, ns, name);
@@ -302,7 +345,8 @@ impl Server {
                     exists = true;
                     return WriteOp::Abort;
                 }
-                meta::metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(rev.to_string()));
+                meta::metadata_mut(&mut obj)
+                    .insert("resourceVersion".into(), Value::String(rev.to_string()));
                 WriteOp::Put {
                     bytes: encode(&obj),
                     attrs: attrs.take().unwrap_or_default(),
@@ -310,11 +354,22 @@ impl Server {
             })
             .map_err(store_error)?;
         if exists {
-            return Err(ApiError::already_exists(&resource.plural, &resource.group, name));
+            return Err(ApiError::already_exists(
+                &resource.plural,
+                &resource.group,
+                name,
+            ));
         }
-        self.store.wait_durable(committed.rev).await.map_err(store_error)?;
+        self.store
+            .wait_durable(committed.rev)
+            .await
+            .map_err(store_error)?;
         self.after_commit(resource, Some(&obj));
-        Ok(WriteResult { obj, created: true, warnings })
+        Ok(WriteResult {
+            obj,
+            created: true,
+            warnings,
+        })
     }
 
     pub async fn update(
@@ -347,7 +402,16 @@ impl Server {
         let precondition = !meta::resource_version(&body).is_empty();
         let mgr = manager(opts, caller);
         let mut r = self
-            .update_with(resource, ns, name, part, opts, &mgr, precondition, &mut |_cur| Ok(body.clone()))
+            .update_with(
+                resource,
+                ns,
+                name,
+                part,
+                opts,
+                &mgr,
+                precondition,
+                &mut |_cur| Ok(body.clone()),
+            )
             .await?;
         r.warnings.extend(warnings);
         Ok(r)
@@ -371,7 +435,9 @@ impl Server {
             return self.apply(resource, ns, name, body, part, opts, &mgr).await;
         }
         if opts.force {
-            return Err(ApiError::bad_request("force is only allowed for apply patches"));
+            return Err(ApiError::bad_request(
+                "force is only allowed for apply patches",
+            ));
         }
         let mut warnings = Vec::new();
         let mut r = self
@@ -403,7 +469,8 @@ impl Server {
                 "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
             ));
         }
-        let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("apply patch is not valid UTF-8"))?;
+        let text = std::str::from_utf8(body)
+            .map_err(|_| ApiError::bad_request("apply patch is not valid UTF-8"))?;
         let mut applied: Value = serde_saphyr::from_str(text)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         self.check_type(resource, &mut applied)?;
@@ -415,15 +482,23 @@ impl Server {
             )));
         }
         let now = self.now_string();
-        if self.store.get(&resource.storage_key(), &object_key(resource, ns, name)).is_none() {
+        if self
+            .store
+            .get(&resource.storage_key(), &object_key(resource, ns, name))
+            .is_none()
+        {
             if part != Part::Main {
                 return Err(ApiError::not_found(&resource.plural, &resource.group, name));
             }
-            let mut obj = patch::server_side_apply(resource, None, &applied, mgr, opts.force, &now)?;
+            let mut obj =
+                patch::server_side_apply(resource, None, &applied, mgr, opts.force, &now)?;
             meta::metadata_mut(&mut obj).insert("name".into(), Value::String(name.to_string()));
             self.check_type(resource, &mut obj)?;
             self.prepare_create(resource, ns, &mut obj)?;
-            return match self.finish_create(resource, ns, name, obj, opts, warnings.clone()).await {
+            return match self
+                .finish_create(resource, ns, name, obj, opts, warnings.clone())
+                .await
+            {
                 // Lost a race with another creator: apply onto what it made.
                 Err(e) if e.code == 409 => {
                     Box::pin(self.apply(resource, ns, name, body, part, opts, mgr)).await
@@ -433,7 +508,8 @@ impl Server {
         }
         let mut r = self
             .update_with(resource, ns, name, part, opts, mgr, false, &mut |cur| {
-                let mut out = patch::server_side_apply(resource, Some(cur), &applied, mgr, opts.force, &now)?;
+                let mut out =
+                    patch::server_side_apply(resource, Some(cur), &applied, mgr, opts.force, &now)?;
                 self.check_type(resource, &mut out)?;
                 Ok(out)
             })
@@ -465,10 +541,18 @@ impl Server {
             }
             let new = self.prepare_update(resource, ns, name, &cur, proposed, part, mgr)?;
             if new == cur {
-                return Ok(WriteResult { obj: cur, created: false, warnings: Vec::new() });
+                return Ok(WriteResult {
+                    obj: cur,
+                    created: false,
+                    warnings: Vec::new(),
+                });
             }
             if opts.dry_run {
-                return Ok(WriteResult { obj: new, created: false, warnings: Vec::new() });
+                return Ok(WriteResult {
+                    obj: new,
+                    created: false,
+                    warnings: Vec::new(),
+                });
             }
             match self.commit_update(resource, ns, name, &rec, new)? {
                 Some((obj, rev)) => {
@@ -479,11 +563,16 @@ impl Server {
                         // The write removed the object (last finalizer gone).
                         None => {
                             let mut o = cur.clone();
-                            meta::metadata_mut(&mut o).insert("resourceVersion".into(), Value::String(rev.to_string()));
+                            meta::metadata_mut(&mut o)
+                                .insert("resourceVersion".into(), Value::String(rev.to_string()));
                             o
                         }
                     };
-                    return Ok(WriteResult { obj, created: false, warnings: Vec::new() });
+                    return Ok(WriteResult {
+                        obj,
+                        created: false,
+                        warnings: Vec::new(),
+                    });
                 }
                 None if precondition => {
                     return Err(ApiError::stale(&resource.plural, &resource.group, name));
@@ -544,7 +633,9 @@ impl Server {
             }
         };
         {
-            let cm = kubesim_core::meta::metadata(cur).cloned().unwrap_or_default();
+            let cm = kubesim_core::meta::metadata(cur)
+                .cloned()
+                .unwrap_or_default();
             let m = meta::metadata_mut(&mut new);
             m.insert("name".into(), Value::String(name.to_string()));
             if resource.namespaced() {
@@ -583,7 +674,11 @@ impl Server {
                 let added = m
                     .get("finalizers")
                     .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_str).any(|f| !old.iter().any(|o| o == f)))
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .any(|f| !old.iter().any(|o| o == f))
+                    })
                     .unwrap_or(false);
                 if added {
                     return Err(ApiError::invalid(
@@ -608,15 +703,30 @@ impl Server {
         }
         let rng = self.rng.clone();
         let mut suffix = move || rng.suffix(5);
-        defaults::apply(resource, &mut new, &mut defaults::Context { random_suffix: &mut suffix });
+        defaults::apply(
+            resource,
+            &mut new,
+            &mut defaults::Context {
+                random_suffix: &mut suffix,
+            },
+        );
         self.admit(resource, &mut new, Some(cur))?;
         let causes = validation::validate(resource, &new, Some(cur));
         if !causes.is_empty() {
-            return Err(ApiError::invalid(&resource.kind, &resource.group, name, causes));
+            return Err(ApiError::invalid(
+                &resource.kind,
+                &resource.group,
+                name,
+                causes,
+            ));
         }
         if new != *cur {
             let now = self.now_string();
-            let sub = if part == Part::Status { Some("status") } else { None };
+            let sub = if part == Part::Status {
+                Some("status")
+            } else {
+                None
+            };
             patch::track_update(resource, Some(cur), &mut new, mgr, sub, &now);
         }
         Ok(new)
@@ -633,28 +743,44 @@ impl Server {
         expected: &Arc<Record>,
         mut new: Value,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
-        let remove = meta::is_deleting(&new) && meta::finalizers(&new).is_empty() && grace_elapsed(&new)
+        let remove = meta::is_deleting(&new)
+            && meta::finalizers(&new).is_empty()
+            && grace_elapsed(&new)
             && !namespace_finalizers_pending(resource, &new);
-        let attrs = if remove { None } else { Some(attrs::compute(resource, &new)) };
+        let attrs = if remove {
+            None
+        } else {
+            Some(attrs::compute(resource, &new))
+        };
         let mut attrs = attrs;
         let mut raced = false;
         let committed = self
             .store
-            .write(&resource.storage_key(), &object_key(resource, ns, name), &mut |cur, rev| {
-                match cur {
-                    Some(c) if c.rev == expected.rev => {}
-                    _ => {
-                        raced = true;
-                        return WriteOp::Abort;
+            .write(
+                &resource.storage_key(),
+                &object_key(resource, ns, name),
+                &mut |cur, rev| {
+                    match cur {
+                        Some(c) if c.rev == expected.rev => {}
+                        _ => {
+                            raced = true;
+                            return WriteOp::Abort;
+                        }
                     }
-                }
-                meta::metadata_mut(&mut new).insert("resourceVersion".into(), Value::String(rev.to_string()));
-                if remove {
-                    WriteOp::Delete { bytes: encode(&new) }
-                } else {
-                    WriteOp::Put { bytes: encode(&new), attrs: attrs.take().unwrap_or_default() }
-                }
-            })
+                    meta::metadata_mut(&mut new)
+                        .insert("resourceVersion".into(), Value::String(rev.to_string()));
+                    if remove {
+                        WriteOp::Delete {
+                            bytes: encode(&new),
+                        }
+                    } else {
+                        WriteOp::Put {
+                            bytes: encode(&new),
+                            attrs: attrs.take().unwrap_or_default(),
+                        }
+                    }
+                },
+            )
             .map_err(store_error)?;
         if raced {
             return Ok(None);

@@ -52,6 +52,9 @@ impl FieldSelector {
 pub fn field_values(_resource: &ResourceInfo, obj: &Value) -> Vec<(&'static str, String)> {
     vec![
         ("metadata.name", crate::meta::name(obj).to_string()),
-        ("metadata.namespace", crate::meta::namespace(obj).to_string()),
+        (
+            "metadata.namespace",
+            crate::meta::namespace(obj).to_string(),
+        ),
     ]
 }

@@ -28,11 +28,16 @@ pub struct UpArgs {
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
-pub fn open_store(data_dir: &Path, ephemeral: bool, server_registry: &kubesim_core::Registry) -> anyhow::Result<Arc<MemStore>> {
+pub fn open_store(
+    data_dir: &Path,
+    ephemeral: bool,
+    server_registry: &kubesim_core::Registry,
+) -> anyhow::Result<Arc<MemStore>> {
     if ephemeral {
         return Ok(Arc::new(MemStore::ephemeral(Options::default())));
     }
-    std::fs::create_dir_all(data_dir).with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     let reg = server_registry.clone();
     let indexer = move |resource: &str, bytes: &[u8]| -> kubesim_store::Attrs {
         let Ok(obj) = serde_json::from_slice::<serde_json::Value>(bytes) else {
@@ -50,7 +55,11 @@ pub fn open_store(data_dir: &Path, ephemeral: bool, server_registry: &kubesim_co
 
 /// Finds the resource a stored object belongs to from its storage key and
 /// its apiVersion (custom resources are not registered yet while loading).
-fn resource_for_key(reg: &kubesim_core::Registry, key: &str, obj: &serde_json::Value) -> Option<Arc<kubesim_core::ResourceInfo>> {
+fn resource_for_key(
+    reg: &kubesim_core::Registry,
+    key: &str,
+    obj: &serde_json::Value,
+) -> Option<Arc<kubesim_core::ResourceInfo>> {
     let av = obj.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
     let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or("");
     if let Some(r) = reg.by_kind(av, kind) {
@@ -66,7 +75,11 @@ fn resource_for_key(reg: &kubesim_core::Registry, key: &str, obj: &serde_json::V
         kind: kind.into(),
         plural: plural.into(),
         singular: kind.to_lowercase(),
-        scope: if obj.get("metadata").and_then(|m| m.get("namespace")).is_some() {
+        scope: if obj
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .is_some()
+        {
             kubesim_core::Scope::Namespaced
         } else {
             kubesim_core::Scope::Cluster
@@ -75,7 +88,11 @@ fn resource_for_key(reg: &kubesim_core::Registry, key: &str, obj: &serde_json::V
         categories: vec![],
         verbs: vec![],
         subresources: vec![],
-        crd: Some(kubesim_core::resource::CrdInfo { printer_columns: vec![], schema: None, scale: None }),
+        crd: Some(kubesim_core::resource::CrdInfo {
+            printer_columns: vec![],
+            schema: None,
+            scale: None,
+        }),
     }))
 }
 
@@ -86,7 +103,9 @@ pub fn kubeconfig(server_url: &str) -> String {
 }
 
 pub fn run(args: UpArgs) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(serve(args))
 }
 
@@ -99,15 +118,23 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
     let store = open_store(&args.data_dir, args.ephemeral, &registry)?;
     let dyn_store: Arc<dyn Store> = store.clone();
     let server = Server::new(dyn_store, Clock::wall(), Rng::seeded(args.seed));
-    server.bootstrap().await.map_err(|e| anyhow::anyhow!("bootstrap failed: {}", e.message))?;
+    server
+        .bootstrap()
+        .await
+        .map_err(|e| anyhow::anyhow!("bootstrap failed: {}", e.message))?;
     let url = format!("http://{addr}");
     std::fs::create_dir_all(&args.data_dir)?;
     let kc = args.data_dir.join("kubeconfig");
-    std::fs::write(&kc, kubeconfig(&url)).with_context(|| format!("cannot write {}", kc.display()))?;
+    std::fs::write(&kc, kubeconfig(&url))
+        .with_context(|| format!("cannot write {}", kc.display()))?;
     let kc_abs = std::fs::canonicalize(&kc).unwrap_or(kc);
     tracing::info!(%url, "kubesim is serving the Kubernetes API");
     println!("export KUBECONFIG={}", kc_abs.display());
-    let app = Arc::new(App { server, metrics: Metrics::default(), address: addr.to_string() });
+    let app = Arc::new(App {
+        server,
+        metrics: Metrics::default(),
+        address: addr.to_string(),
+    });
     axum::serve(listener, router(app))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
