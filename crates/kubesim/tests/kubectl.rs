@@ -1,0 +1,299 @@
+//! End-to-end: the real `kubectl` against `kubesim up`.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+struct Cluster {
+    child: Child,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start(name: &str) -> Cluster {
+    let dir = std::env::temp_dir().join(format!("kubesim-kubectl-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_kubesim"))
+        .args(["up", "--ephemeral", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start kubesim");
+    let kubeconfig = dir.join("kubeconfig");
+    let c = Cluster { child, dir, kubeconfig };
+    for _ in 0..200 {
+        if c.kubeconfig.exists() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("kubesim did not start");
+}
+
+impl Cluster {
+    fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_in(args, None)
+    }
+
+    fn kubectl_in(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new("kubectl");
+        cmd.env("KUBECONFIG", &self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.join("cache"))
+            .args(args)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("kubectl is installed");
+        if let Some(s) = stdin {
+            child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs kubectl, expects success, returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.kubectl(args);
+        assert!(
+            o.status.success(),
+            "kubectl {args:?} failed:\n{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn apply_stdin(&self, args: &[&str], manifest: &str) -> String {
+        let o = self.kubectl_in(args, Some(manifest));
+        assert!(o.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn fails(&self, args: &[&str]) -> String {
+        let o = self.kubectl(args);
+        assert!(!o.status.success(), "kubectl {args:?} should fail");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    }
+}
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  labels: {app: web, tier: front}
+data: {mode: fast}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: c
+        image: nginx:1.25
+        ports: [{containerPort: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+"#;
+
+#[test]
+fn discovery_and_explain() {
+    let c = start("discovery");
+    let res = c.ok(&["api-resources"]);
+    for want in ["pods", "deployments", "customresourcedefinitions", "horizontalpodautoscalers", "leases"] {
+        assert!(res.contains(want), "api-resources lacks {want}:\n{res}");
+    }
+    assert!(res.contains("deploy"), "short names are listed");
+    let explain = c.ok(&["explain", "pod.spec.containers"]);
+    assert!(explain.contains("image"), "{explain}");
+    let version = c.ok(&["version", "-o", "json"]);
+    assert!(version.contains("\"minor\": \"33\""), "{version}");
+    let ns = c.ok(&["get", "namespaces", "-o", "name"]);
+    for want in ["namespace/default", "namespace/kube-system", "namespace/kube-public", "namespace/kube-node-lease"] {
+        assert!(ns.contains(want), "{ns}");
+    }
+    let metrics = c.ok(&["get", "--raw", "/metrics"]);
+    assert!(metrics.contains("apiserver_request_total{"), "{metrics}");
+    assert!(metrics.contains("apiserver_request_duration_seconds_bucket{"));
+}
+
+#[test]
+fn apply_get_patch_and_delete() {
+    let c = start("crud");
+    let out = c.apply_stdin(&["apply", "-f", "-"], MANIFEST);
+    assert!(out.contains("configmap/settings created"), "{out}");
+    assert!(out.contains("deployment.apps/web created"), "{out}");
+    // Applying again with a change sends a strategic merge patch.
+    let changed = MANIFEST.replace("nginx:1.25", "nginx:1.26");
+    let out = c.apply_stdin(&["apply", "-f", "-"], &changed);
+    assert!(out.contains("configmap/settings unchanged"), "{out}");
+    assert!(out.contains("deployment.apps/web configured"), "{out}");
+    assert_eq!(
+        c.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image} {.metadata.generation}"]),
+        "nginx:1.26 2"
+    );
+    // Server-side tables: the real column set.
+    let table = c.ok(&["get", "deployments"]);
+    assert!(table.starts_with("NAME"), "{table}");
+    assert!(table.contains("UP-TO-DATE") && table.contains("AVAILABLE"), "{table}");
+    let wide = c.ok(&["get", "services", "-o", "wide"]);
+    assert!(wide.contains("CLUSTER-IP") && wide.contains("SELECTOR"), "{wide}");
+    assert!(wide.contains("80/TCP"), "{wide}");
+    // Labels and selectors.
+    c.ok(&["label", "configmap", "settings", "color=blue"]);
+    c.ok(&["annotate", "configmap", "settings", "note=hello"]);
+    assert_eq!(c.ok(&["get", "cm", "-l", "color=blue", "-o", "name"]).trim(), "configmap/settings");
+    assert_eq!(c.ok(&["get", "cm", "-l", "color in (red,green)", "-o", "name"]).trim(), "");
+    assert_eq!(
+        c.ok(&["get", "cm", "settings", "-o", "jsonpath={.metadata.annotations.note}"]),
+        "hello"
+    );
+    // The three patch types.
+    c.ok(&["patch", "configmap", "settings", "--type=merge", "-p", r#"{"data":{"a":"1"}}"#]);
+    c.ok(&["patch", "configmap", "settings", "--type=json", "-p", r#"[{"op":"add","path":"/data/b","value":"2"}]"#]);
+    c.ok(&["patch", "deployment", "web", "-p", r#"{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"nginx:2"}]}}}}"#]);
+    assert_eq!(c.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.a}{.data.b}{.data.mode}"]), "12fast");
+    assert_eq!(
+        c.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}"]),
+        "nginx:2 80"
+    );
+    // Server-side apply and scale.
+    let out = c.apply_stdin(&["apply", "--server-side", "--force-conflicts", "-f", "-"], MANIFEST);
+    assert!(out.contains("serverside-applied"), "{out}");
+    c.ok(&["scale", "deployment", "web", "--replicas=5"]);
+    assert_eq!(c.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]), "5");
+    // Replace and edit through a non-interactive editor.
+    let yaml = c.ok(&["get", "cm", "settings", "-o", "yaml"]);
+    let replaced = yaml.replace("mode: fast", "mode: slow");
+    c.apply_stdin(&["replace", "-f", "-"], &replaced);
+    assert_eq!(c.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.mode}"]), "slow");
+    let editor = c.dir.join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nsed -i 's/mode: slow/mode: edited/' \"$1\"\n").unwrap();
+    let o = Command::new("kubectl")
+        .env("KUBECONFIG", &c.kubeconfig)
+        .env("KUBE_EDITOR", format!("sh {}", editor.display()))
+        .args(["edit", "configmap", "settings"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "edit: {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(c.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.mode}"]), "edited");
+    // Errors are Status objects kubectl understands.
+    let err = c.fails(&["get", "configmap", "missing"]);
+    assert!(err.contains("NotFound") && err.contains("configmaps \"missing\" not found"), "{err}");
+    let dup = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"}}"#;
+    let o = c.kubectl_in(&["create", "-f", "-"], Some(dup));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("AlreadyExists"));
+    let bad = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"bogus":1}"#;
+    let o = c.kubectl_in(&["create", "-f", "-"], Some(bad));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown field \"bogus\""));
+    // Deletion, waited for.
+    c.ok(&["delete", "configmap", "settings", "--wait"]);
+    assert!(c.fails(&["get", "configmap", "settings"]).contains("NotFound"));
+}
+
+#[test]
+fn pods_get_defaults_and_delete_immediately_when_unscheduled() {
+    let c = start("pods");
+    c.ok(&["run", "p1", "--image=busybox", "--labels=app=p"]);
+    let out = c.ok(&["get", "pods", "-o", "wide"]);
+    assert!(out.contains("p1") && out.contains("Pending") && out.contains("0/1"), "{out}");
+    assert_eq!(
+        c.ok(&["get", "pod", "p1", "-o", "jsonpath={.spec.schedulerName} {.spec.restartPolicy} {.status.qosClass}"]),
+        "default-scheduler Always BestEffort"
+    );
+    let described = c.ok(&["describe", "pod", "p1"]);
+    assert!(described.contains("busybox"), "{described}");
+    let o = c.kubectl(&["get", "pods", "--field-selector=spec.bogus=x"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("field label not supported"));
+    c.ok(&["delete", "pod", "p1", "--wait=true"]);
+    c.ok(&["wait", "--for=delete", "pod/p1", "--timeout=10s"]);
+}
+
+#[test]
+fn watch_sees_changes() {
+    let c = start("watch");
+    let mut w = Command::new("kubectl")
+        .env("KUBECONFIG", &c.kubeconfig)
+        .args(["get", "configmaps", "-w", "-o", "name", "--request-timeout=8s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    for n in ["w1", "w2"] {
+        let cm = format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{n}"}}}}"#);
+        c.apply_stdin(&["create", "-f", "-"], &cm);
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    let _ = w.kill();
+    let out = w.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("configmap/w1") && text.contains("configmap/w2"), "{text}");
+}
+
+#[test]
+fn custom_resources_are_served() {
+    let c = start("crd");
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+"#;
+    c.apply_stdin(&["apply", "-f", "-"], crd);
+    c.ok(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=10s"]);
+    let w = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 3}\n";
+    c.apply_stdin(&["apply", "-f", "-"], w);
+    let out = c.ok(&["get", "wd"]);
+    assert!(out.contains("SIZE") && out.contains("w1") && out.contains('3'), "{out}");
+    c.ok(&["delete", "crd", "widgets.example.com"]);
+}
