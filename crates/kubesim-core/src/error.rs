@@ -80,7 +80,7 @@ pub struct ApiError {
     pub code: u16,
     pub reason: String,
     pub message: String,
-    pub details: Option<Details>,
+    pub details: Option<Box<Details>>,
 }
 
 /// The `<resource>.<group>` form used in messages (`deployments.apps`).
@@ -103,7 +103,7 @@ impl ApiError {
     }
 
     pub fn with_details(mut self, name: &str, group: &str, kind: &str) -> Self {
-        let d = self.details.get_or_insert_with(Details::default);
+        let d = self.details.get_or_insert_with(Default::default);
         d.name = name.to_string();
         d.group = group.to_string();
         d.kind = kind.to_string();
@@ -220,10 +220,10 @@ impl ApiError {
 
     pub fn too_many_requests(message: impl Into<String>, retry_after: u32) -> Self {
         let mut e = ApiError::new(429, "TooManyRequests", message);
-        e.details = Some(Details {
+        e.details = Some(Box::new(Details {
             retry_after_seconds: Some(retry_after),
             ..Details::default()
-        });
+        }));
         e
     }
 

@@ -131,6 +131,7 @@ struct Builtin {
     subs: &'static [&'static str],
 }
 
+#[allow(clippy::too_many_arguments)] // a table row constructor: one argument per column
 const fn b(
     group: &'static str,
     version: &'static str,
@@ -701,7 +702,7 @@ impl Registry {
                     .map(|r| r.version.clone())
                     .collect();
                 versions.dedup();
-                versions.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+                versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
                 versions.dedup();
                 (g, versions)
             })

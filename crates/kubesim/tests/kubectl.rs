@@ -21,7 +21,11 @@ impl Drop for Cluster {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn start(name: &str) -> Cluster {
@@ -30,14 +34,24 @@ fn start(name: &str) -> Cluster {
     std::fs::create_dir_all(&dir).unwrap();
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-        .args(["up", "--ephemeral", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .args([
+            "up",
+            "--ephemeral",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
         .arg(&dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start kubesim");
     let kubeconfig = dir.join("kubeconfig");
-    let c = Cluster { child, dir, kubeconfig };
+    let c = Cluster {
+        child,
+        dir,
+        kubeconfig,
+    };
     for _ in 0..200 {
         if c.kubeconfig.exists() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return c;
@@ -58,7 +72,11 @@ impl Cluster {
             .arg("--cache-dir")
             .arg(self.dir.join("cache"))
             .args(args)
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("kubectl is installed");
@@ -82,7 +100,11 @@ impl Cluster {
 
     fn apply_stdin(&self, args: &[&str], manifest: &str) -> String {
         let o = self.kubectl_in(args, Some(manifest));
-        assert!(o.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
@@ -130,7 +152,13 @@ spec:
 fn discovery_and_explain() {
     let c = start("discovery");
     let res = c.ok(&["api-resources"]);
-    for want in ["pods", "deployments", "customresourcedefinitions", "horizontalpodautoscalers", "leases"] {
+    for want in [
+        "pods",
+        "deployments",
+        "customresourcedefinitions",
+        "horizontalpodautoscalers",
+        "leases",
+    ] {
         assert!(res.contains(want), "api-resources lacks {want}:\n{res}");
     }
     assert!(res.contains("deploy"), "short names are listed");
@@ -139,7 +167,12 @@ fn discovery_and_explain() {
     let version = c.ok(&["version", "-o", "json"]);
     assert!(version.contains("\"minor\": \"33\""), "{version}");
     let ns = c.ok(&["get", "namespaces", "-o", "name"]);
-    for want in ["namespace/default", "namespace/kube-system", "namespace/kube-public", "namespace/kube-node-lease"] {
+    for want in [
+        "namespace/default",
+        "namespace/kube-system",
+        "namespace/kube-public",
+        "namespace/kube-node-lease",
+    ] {
         assert!(ns.contains(want), "{ns}");
     }
     let metrics = c.ok(&["get", "--raw", "/metrics"]);
@@ -159,57 +192,135 @@ fn apply_get_patch_and_delete() {
     assert!(out.contains("configmap/settings unchanged"), "{out}");
     assert!(out.contains("deployment.apps/web configured"), "{out}");
     assert_eq!(
-        c.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image} {.metadata.generation}"]),
+        c.ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image} {.metadata.generation}"
+        ]),
         "nginx:1.26 2"
     );
     // Server-side tables: the real column set.
     let table = c.ok(&["get", "deployments"]);
     assert!(table.starts_with("NAME"), "{table}");
-    assert!(table.contains("UP-TO-DATE") && table.contains("AVAILABLE"), "{table}");
+    assert!(
+        table.contains("UP-TO-DATE") && table.contains("AVAILABLE"),
+        "{table}"
+    );
     let wide = c.ok(&["get", "services", "-o", "wide"]);
-    assert!(wide.contains("CLUSTER-IP") && wide.contains("SELECTOR"), "{wide}");
+    assert!(
+        wide.contains("CLUSTER-IP") && wide.contains("SELECTOR"),
+        "{wide}"
+    );
     assert!(wide.contains("80/TCP"), "{wide}");
     // Labels and selectors.
     c.ok(&["label", "configmap", "settings", "color=blue"]);
     c.ok(&["annotate", "configmap", "settings", "note=hello"]);
-    assert_eq!(c.ok(&["get", "cm", "-l", "color=blue", "-o", "name"]).trim(), "configmap/settings");
-    assert_eq!(c.ok(&["get", "cm", "-l", "color in (red,green)", "-o", "name"]).trim(), "");
     assert_eq!(
-        c.ok(&["get", "cm", "settings", "-o", "jsonpath={.metadata.annotations.note}"]),
+        c.ok(&["get", "cm", "-l", "color=blue", "-o", "name"])
+            .trim(),
+        "configmap/settings"
+    );
+    assert_eq!(
+        c.ok(&["get", "cm", "-l", "color in (red,green)", "-o", "name"])
+            .trim(),
+        ""
+    );
+    assert_eq!(
+        c.ok(&[
+            "get",
+            "cm",
+            "settings",
+            "-o",
+            "jsonpath={.metadata.annotations.note}"
+        ]),
         "hello"
     );
     // The three patch types.
-    c.ok(&["patch", "configmap", "settings", "--type=merge", "-p", r#"{"data":{"a":"1"}}"#]);
-    c.ok(&["patch", "configmap", "settings", "--type=json", "-p", r#"[{"op":"add","path":"/data/b","value":"2"}]"#]);
-    c.ok(&["patch", "deployment", "web", "-p", r#"{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"nginx:2"}]}}}}"#]);
-    assert_eq!(c.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.a}{.data.b}{.data.mode}"]), "12fast");
+    c.ok(&[
+        "patch",
+        "configmap",
+        "settings",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"a":"1"}}"#,
+    ]);
+    c.ok(&[
+        "patch",
+        "configmap",
+        "settings",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/data/b","value":"2"}]"#,
+    ]);
+    c.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"nginx:2"}]}}}}"#,
+    ]);
+    assert_eq!(
+        c.ok(&[
+            "get",
+            "cm",
+            "settings",
+            "-o",
+            "jsonpath={.data.a}{.data.b}{.data.mode}"
+        ]),
+        "12fast"
+    );
     assert_eq!(
         c.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}"]),
         "nginx:2 80"
     );
     // Server-side apply and scale.
-    let out = c.apply_stdin(&["apply", "--server-side", "--force-conflicts", "-f", "-"], MANIFEST);
+    let out = c.apply_stdin(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        MANIFEST,
+    );
     assert!(out.contains("serverside-applied"), "{out}");
     c.ok(&["scale", "deployment", "web", "--replicas=5"]);
-    assert_eq!(c.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]), "5");
+    assert_eq!(
+        c.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]),
+        "5"
+    );
     // Replace and edit through a non-interactive editor.
     let yaml = c.ok(&["get", "cm", "settings", "-o", "yaml"]);
     let replaced = yaml.replace("mode: fast", "mode: slow");
     c.apply_stdin(&["replace", "-f", "-"], &replaced);
-    assert_eq!(c.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.mode}"]), "slow");
+    assert_eq!(
+        c.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.mode}"]),
+        "slow"
+    );
     let editor = c.dir.join("editor.sh");
-    std::fs::write(&editor, "#!/bin/sh\nsed -i 's/mode: slow/mode: edited/' \"$1\"\n").unwrap();
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i 's/mode: slow/mode: edited/' \"$1\"\n",
+    )
+    .unwrap();
     let o = Command::new("kubectl")
         .env("KUBECONFIG", &c.kubeconfig)
         .env("KUBE_EDITOR", format!("sh {}", editor.display()))
         .args(["edit", "configmap", "settings"])
         .output()
         .unwrap();
-    assert!(o.status.success(), "edit: {}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(c.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.mode}"]), "edited");
+    assert!(
+        o.status.success(),
+        "edit: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        c.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.mode}"]),
+        "edited"
+    );
     // Errors are Status objects kubectl understands.
     let err = c.fails(&["get", "configmap", "missing"]);
-    assert!(err.contains("NotFound") && err.contains("configmaps \"missing\" not found"), "{err}");
+    assert!(
+        err.contains("NotFound") && err.contains("configmaps \"missing\" not found"),
+        "{err}"
+    );
     let dup = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"}}"#;
     let o = c.kubectl_in(&["create", "-f", "-"], Some(dup));
     assert!(String::from_utf8_lossy(&o.stderr).contains("AlreadyExists"));
@@ -218,7 +329,9 @@ fn apply_get_patch_and_delete() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown field \"bogus\""));
     // Deletion, waited for.
     c.ok(&["delete", "configmap", "settings", "--wait"]);
-    assert!(c.fails(&["get", "configmap", "settings"]).contains("NotFound"));
+    assert!(c
+        .fails(&["get", "configmap", "settings"])
+        .contains("NotFound"));
 }
 
 #[test]
@@ -226,9 +339,18 @@ fn pods_get_defaults_and_delete_immediately_when_unscheduled() {
     let c = start("pods");
     c.ok(&["run", "p1", "--image=busybox", "--labels=app=p"]);
     let out = c.ok(&["get", "pods", "-o", "wide"]);
-    assert!(out.contains("p1") && out.contains("Pending") && out.contains("0/1"), "{out}");
+    assert!(
+        out.contains("p1") && out.contains("Pending") && out.contains("0/1"),
+        "{out}"
+    );
     assert_eq!(
-        c.ok(&["get", "pod", "p1", "-o", "jsonpath={.spec.schedulerName} {.spec.restartPolicy} {.status.qosClass}"]),
+        c.ok(&[
+            "get",
+            "pod",
+            "p1",
+            "-o",
+            "jsonpath={.spec.schedulerName} {.spec.restartPolicy} {.status.qosClass}"
+        ]),
         "default-scheduler Always BestEffort"
     );
     let described = c.ok(&["describe", "pod", "p1"]);
@@ -244,7 +366,14 @@ fn watch_sees_changes() {
     let c = start("watch");
     let mut w = Command::new("kubectl")
         .env("KUBECONFIG", &c.kubeconfig)
-        .args(["get", "configmaps", "-w", "-o", "name", "--request-timeout=8s"])
+        .args([
+            "get",
+            "configmaps",
+            "-w",
+            "-o",
+            "name",
+            "--request-timeout=8s",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -258,7 +387,10 @@ fn watch_sees_changes() {
     let _ = w.kill();
     let out = w.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("configmap/w1") && text.contains("configmap/w2"), "{text}");
+    assert!(
+        text.contains("configmap/w1") && text.contains("configmap/w2"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -290,10 +422,18 @@ spec:
               size: {type: integer}
 "#;
     c.apply_stdin(&["apply", "-f", "-"], crd);
-    c.ok(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=10s"]);
+    c.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+        "--timeout=10s",
+    ]);
     let w = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 3}\n";
     c.apply_stdin(&["apply", "-f", "-"], w);
     let out = c.ok(&["get", "wd"]);
-    assert!(out.contains("SIZE") && out.contains("w1") && out.contains('3'), "{out}");
+    assert!(
+        out.contains("SIZE") && out.contains("w1") && out.contains('3'),
+        "{out}"
+    );
     c.ok(&["delete", "crd", "widgets.example.com"]);
 }

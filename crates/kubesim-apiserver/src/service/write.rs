@@ -372,6 +372,7 @@ impl Server {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub async fn update(
         &self,
         resource: &ResourceInfo,

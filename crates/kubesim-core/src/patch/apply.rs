@@ -429,10 +429,10 @@ fn conflict_error(conflicts: &[(String, Path)]) -> ApiError {
         )
     };
     let mut e = ApiError::new(409, "Conflict", message);
-    e.details = Some(Details {
+    e.details = Some(Box::new(Details {
         causes,
         ..Details::default()
-    });
+    }));
     e
 }
 

@@ -15,10 +15,10 @@ pub fn unprocessable(detail: impl Into<String>) -> ApiError {
         "Invalid",
         "the server rejected our request due to an error in our request",
     );
-    e.details = Some(crate::error::Details {
+    e.details = Some(Box::new(crate::error::Details {
         causes: vec![Cause::new("UnexpectedServerResponse", "", detail)],
         ..Default::default()
-    });
+    }));
     e
 }
 

@@ -1,10 +1,6 @@
 //! Patch engines: JSON patch, merge patch, strategic merge patch and
 //! server-side apply, plus managedFields bookkeeping.
 
-// `ApiError` is the crate-wide error the API server renders as a Status;
-// every engine returns it unboxed so handlers can pass it straight through.
-#![allow(clippy::result_large_err)]
-
 pub mod apply;
 pub mod fieldpath;
 pub mod json;
