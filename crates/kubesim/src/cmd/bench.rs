@@ -1,11 +1,338 @@
 //! `kubesim bench`: measurements for the README's performance table.
+//!
+//! `bench api` starts `kubesim up --ephemeral` as a child process (so its
+//! memory is measured alone) and drives it over HTTP/1.1 from many
+//! connections, as real clients do.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use kubesim_runtime::Clock;
+use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// What to measure: api.
+    /// What to measure: `api`.
     pub what: String,
+    /// Pods to create.
+    #[arg(long, default_value_t = 20_000)]
+    pub pods: usize,
+    /// Concurrent client connections.
+    #[arg(long, default_value_t = 64)]
+    pub clients: usize,
+    /// Watchers for the watch-delivery measurement.
+    #[arg(long, default_value_t = 100)]
+    pub watchers: usize,
+    /// Events written while the watchers listen.
+    #[arg(long, default_value_t = 10_000)]
+    pub events: usize,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    anyhow::bail!("unknown benchmark {:?}: available: api", args.what)
+    match args.what.as_str() {
+        "api" => {
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            rt.block_on(api(args))
+        }
+        other => bail!("unknown benchmark {other:?}: available: api"),
+    }
+}
+
+struct Child {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+async fn connect(port: u16) -> anyhow::Result<SendRequest<Full<Bytes>>> {
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    tcp.set_nodelay(true)?;
+    let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
+    tokio::spawn(conn);
+    Ok(send)
+}
+
+async fn request(
+    c: &mut SendRequest<Full<Bytes>>,
+    method: &str,
+    path: &str,
+    body: Option<Bytes>,
+) -> anyhow::Result<(u16, Bytes)> {
+    let req = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(Full::new(body.unwrap_or_default()))?;
+    c.ready().await?;
+    let resp = c.send_request(req).await?;
+    let code = resp.status().as_u16();
+    let body = resp.into_body().collect().await?.to_bytes();
+    Ok((code, body))
+}
+
+/// A pod about the size of a real one (~2.5 KB of JSON once defaulted).
+fn pod(i: usize) -> Bytes {
+    let v = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("bench-{i:07}"), "labels": {"app": "bench", "shard": (i % 16).to_string(), "pod-template-hash": "5d8f7c9b6"},
+            "annotations": {"kubesim.io/run-duration": "60s"}},
+        "spec": {"containers": [{"name": "app", "image": "registry.example/team/app:1.2.3",
+            "ports": [{"containerPort": 8080, "name": "http"}],
+            "env": [{"name": "MODE", "value": "production"}, {"name": "REGION", "value": "eu-west"}],
+            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}}]}
+    });
+    Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+async fn api(args: BenchArgs) -> anyhow::Result<()> {
+    let clock = Clock::wall();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let dir = std::env::temp_dir().join(format!("kubesim-bench-{}", std::process::id()));
+    let exe = std::env::current_exe()?;
+    let child = std::process::Command::new(exe)
+        .args(["up", "--ephemeral", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("cannot start the server")?;
+    let child = Child { child, dir };
+    let pid = child.child.id();
+    let mut ready = false;
+    for _ in 0..200 {
+        if let Ok(mut c) = connect(port).await {
+            if matches!(request(&mut c, "GET", "/readyz", None).await, Ok((200, _))) {
+                ready = true;
+                break;
+            }
+        }
+        clock.sleep(Duration::from_millis(50)).await;
+    }
+    if !ready {
+        bail!("the server did not become ready");
+    }
+    let rss_before = rss_kib(pid);
+
+    // Creates.
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = clock.instant();
+    let mut tasks = Vec::new();
+    for _ in 0..args.clients {
+        let next = next.clone();
+        let total = args.pods;
+        let clock = clock.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut c = connect(port).await?;
+            let mut lat = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let t = clock.instant();
+                let (code, body) = request(&mut c, "POST", "/api/v1/namespaces/default/pods", Some(pod(i))).await?;
+                if code != 201 {
+                    bail!("create failed with {code}: {}", String::from_utf8_lossy(&body));
+                }
+                lat.push(t.elapsed());
+            }
+            Ok::<_, anyhow::Error>(lat)
+        }));
+    }
+    let mut create_lat = Vec::new();
+    for t in tasks {
+        create_lat.extend(t.await??);
+    }
+    let create_secs = started.elapsed().as_secs_f64();
+    create_lat.sort();
+    let rss_after = rss_kib(pid);
+
+    // Gets.
+    let gets = args.pods.min(20_000);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = clock.instant();
+    let mut tasks = Vec::new();
+    for _ in 0..args.clients {
+        let next = next.clone();
+        let clock = clock.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut c = connect(port).await?;
+            let mut lat = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= gets {
+                    break;
+                }
+                let t = clock.instant();
+                let (code, _) = request(&mut c, "GET", &format!("/api/v1/namespaces/default/pods/bench-{i:07}"), None).await?;
+                if code != 200 {
+                    bail!("get failed with {code}");
+                }
+                lat.push(t.elapsed());
+            }
+            Ok::<_, anyhow::Error>(lat)
+        }));
+    }
+    let mut get_lat = Vec::new();
+    for t in tasks {
+        get_lat.extend(t.await??);
+    }
+    let get_secs = started.elapsed().as_secs_f64();
+    get_lat.sort();
+
+    // A full list, paged by 500 as kubectl and informers do.
+    let mut c = connect(port).await?;
+    let started = clock.instant();
+    let mut cont = String::new();
+    let mut listed = 0usize;
+    let mut page_lat = Vec::new();
+    loop {
+        let mut path = "/api/v1/namespaces/default/pods?limit=500".to_string();
+        if !cont.is_empty() {
+            path.push_str(&format!("&continue={cont}"));
+        }
+        let t = clock.instant();
+        let (code, body) = request(&mut c, "GET", &path, None).await?;
+        page_lat.push(t.elapsed());
+        if code != 200 {
+            bail!("list failed with {code}");
+        }
+        let v: Value = serde_json::from_slice(&body)?;
+        listed += v["items"].as_array().map(Vec::len).unwrap_or(0);
+        cont = v["metadata"]["continue"].as_str().unwrap_or("").to_string();
+        if cont.is_empty() {
+            break;
+        }
+    }
+    let list_secs = started.elapsed().as_secs_f64();
+    page_lat.sort();
+
+    // Watch delivery: every watcher must see every event.
+    let (code, body) = request(&mut c, "GET", "/api/v1/namespaces/default/configmaps", None).await?;
+    if code != 200 {
+        bail!("list configmaps failed with {code}");
+    }
+    let rv = serde_json::from_slice::<Value>(&body)?["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("0")
+        .to_string();
+    let mut watchers = Vec::new();
+    for _ in 0..args.watchers {
+        let mut w = connect(port).await?;
+        let path = format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600");
+        let req = hyper::Request::builder()
+            .uri(path)
+            .header("host", "localhost")
+            .body(Full::new(Bytes::new()))?;
+        w.ready().await?;
+        let resp = w.send_request(req).await?;
+        let want = args.events;
+        watchers.push(tokio::spawn(async move {
+            let mut body = resp.into_body();
+            let mut seen = 0usize;
+            while seen < want {
+                match body.frame().await {
+                    Some(Ok(f)) => {
+                        if let Some(d) = f.data_ref() {
+                            seen += d.iter().filter(|b| **b == b'\n').count();
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            seen
+        }));
+    }
+    let started = clock.instant();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut writers = Vec::new();
+    for _ in 0..args.clients.min(16) {
+        let next = next.clone();
+        let total = args.events;
+        writers.push(tokio::spawn(async move {
+            let mut c = connect(port).await?;
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("w-{i}")}, "data": {"k": "v"}});
+                let (code, _) = request(&mut c, "POST", "/api/v1/namespaces/default/configmaps", Some(Bytes::from(body.to_string()))).await?;
+                if code != 201 {
+                    bail!("configmap create failed with {code}");
+                }
+            }
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    for w in writers {
+        w.await??;
+    }
+    let mut delivered = 0usize;
+    for w in watchers {
+        delivered += w.await?;
+    }
+    let watch_secs = started.elapsed().as_secs_f64();
+
+    let per_pod = (rss_after.saturating_sub(rss_before)) as f64 * 1024.0 / args.pods as f64;
+    println!("kubesim bench api: {} pods, {} clients, {} watchers x {} events", args.pods, args.clients, args.watchers, args.events);
+    println!(
+        "create:  {:>9.0} pods/s   p50 {:.2} ms   p99 {:.2} ms",
+        args.pods as f64 / create_secs,
+        percentile(&create_lat, 0.5),
+        percentile(&create_lat, 0.99)
+    );
+    println!(
+        "get:     {:>9.0} req/s    p50 {:.2} ms   p99 {:.2} ms",
+        gets as f64 / get_secs,
+        percentile(&get_lat, 0.5),
+        percentile(&get_lat, 0.99)
+    );
+    println!(
+        "list:    {listed} pods in pages of 500: {:.3} s   page p50 {:.2} ms   p99 {:.2} ms",
+        list_secs,
+        percentile(&page_lat, 0.5),
+        percentile(&page_lat, 0.99)
+    );
+    println!(
+        "watch:   {delivered} events delivered to {} watchers in {:.2} s = {:.0} events/s per watcher, {:.0} in total",
+        args.watchers,
+        watch_secs,
+        delivered as f64 / args.watchers.max(1) as f64 / watch_secs,
+        delivered as f64 / watch_secs
+    );
+    println!("memory:  {:.0} bytes RSS per stored pod ({} KiB -> {} KiB)", per_pod, rss_before, rss_after);
+    Ok(())
 }
