@@ -2,6 +2,7 @@
 
 pub mod field;
 pub mod label;
+mod validate;
 
 pub use field::{field_values, FieldSelector};
-pub use label::LabelSelector;
+pub use label::{LabelOp, LabelRequirement, LabelSelector};
