@@ -49,11 +49,12 @@ pub struct FieldSelector {
 
 impl FieldSelector {
     /// Parses `f=v,g!=w` as `fields.ParseSelector` does: terms are split on
-    /// unescaped commas and sorted, empty terms are skipped, and the field
-    /// name is taken verbatim (unknown names are caught by `check_supported`).
+    /// unescaped commas, empty terms are skipped, and the field name is taken
+    /// verbatim (unknown names are caught by `check_supported`). Upstream
+    /// sorts the raw terms; sorting the canonical terms instead gives the
+    /// same kind of stable order and makes the string form a fixed point.
     pub fn parse(s: &str) -> Result<Self, ApiError> {
-        let mut terms = split_terms(s);
-        terms.sort_unstable();
+        let terms = split_terms(s);
         let mut requirements = Vec::with_capacity(terms.len());
         for term in terms {
             if term.is_empty() {
@@ -71,6 +72,7 @@ impl FieldSelector {
                 value,
             });
         }
+        requirements.sort_by_cached_key(|r| r.to_string());
         Ok(FieldSelector { requirements })
     }
     pub fn is_empty(&self) -> bool {
@@ -149,7 +151,11 @@ fn split_terms(s: &str) -> Vec<&str> {
 fn split_term(term: &str) -> Option<(&str, FieldOp, &str)> {
     for (i, _) in term.char_indices() {
         let rest = &term[i..];
-        for (op, kind) in [("!=", FieldOp::NotEq), ("==", FieldOp::Eq), ("=", FieldOp::Eq)] {
+        for (op, kind) in [
+            ("!=", FieldOp::NotEq),
+            ("==", FieldOp::Eq),
+            ("=", FieldOp::Eq),
+        ] {
             if let Some(value) = rest.strip_prefix(op) {
                 return Some((&term[..i], kind, value));
             }
@@ -321,7 +327,10 @@ fn event_value(obj: &Value, field: &str) -> Option<String> {
     let regarding = |sub: &str| {
         first_non_empty(
             obj,
-            &[&format!("involvedObject.{sub}"), &format!("regarding.{sub}")],
+            &[
+                &format!("involvedObject.{sub}"),
+                &format!("regarding.{sub}"),
+            ],
         )
     };
     Some(match field {
@@ -363,9 +372,10 @@ pub fn field_value(resource: &ResourceInfo, obj: &Value, field: &str) -> Option<
         "metadata.namespace" => crate::meta::namespace(obj).to_string(),
         _ => match (resource.group.as_str(), resource.plural.as_str()) {
             ("", "pods") => match field {
-                "spec.hostNetwork" => {
-                    at(obj, "spec.hostNetwork").and_then(Value::as_bool).unwrap_or(false).to_string()
-                }
+                "spec.hostNetwork" => at(obj, "spec.hostNetwork")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+                    .to_string(),
                 "status.podIP" | "status.podIPs" => pod_ip(obj),
                 _ => render(at(obj, field)),
             },
@@ -374,10 +384,14 @@ pub fn field_value(resource: &ResourceInfo, obj: &Value, field: &str) -> Option<
                 .and_then(Value::as_bool)
                 .unwrap_or(false)
                 .to_string(),
-            ("apps", "replicasets") | ("", "replicationcontrollers") => {
-                at(obj, "status.replicas").and_then(Value::as_i64).unwrap_or(0).to_string()
-            }
-            ("batch", "jobs") => at(obj, "status.succeeded").and_then(Value::as_i64).unwrap_or(0).to_string(),
+            ("apps", "replicasets") | ("", "replicationcontrollers") => at(obj, "status.replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                .to_string(),
+            ("batch", "jobs") => at(obj, "status.succeeded")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                .to_string(),
             _ => render(at(obj, field)),
         },
     })

@@ -55,7 +55,10 @@ fn parse_forms() {
     assert_eq!(sel("a=").requirements, vec![req("a", FieldOp::Eq, "")]);
     assert_eq!(sel("a=1,,").requirements.len(), 1);
     // Field names are taken verbatim, spaces and all.
-    assert_eq!(sel(" a =1").requirements, vec![req(" a ", FieldOp::Eq, "1")]);
+    assert_eq!(
+        sel(" a =1").requirements,
+        vec![req(" a ", FieldOp::Eq, "1")]
+    );
     assert_eq!(sel("=x").requirements, vec![req("", FieldOp::Eq, "x")]);
 }
 
@@ -88,9 +91,15 @@ fn parse_errors() {
         err(r"a=b\x"),
         r"invalid field selector: invalid escape sequence: \x"
     );
-    assert_eq!(err(r"a=b\"), r"invalid field selector: invalid escape sequence: \");
+    assert_eq!(
+        err(r"a=b\"),
+        r"invalid field selector: invalid escape sequence: \"
+    );
     // Escapes only count in values: the first `=` ends the field name.
-    assert_eq!(sel(r"a\=b").requirements, vec![req(r"a\", FieldOp::Eq, "b")]);
+    assert_eq!(
+        sel(r"a\=b").requirements,
+        vec![req(r"a\", FieldOp::Eq, "b")]
+    );
 }
 
 #[test]
@@ -121,9 +130,11 @@ fn exact_lookup() {
 fn supported_fields() {
     let pods = res("", "v1", "pods");
     let cms = res("", "v1", "configmaps");
-    assert!(sel("metadata.name=a,metadata.namespace=b,spec.nodeName=n,status.podIPs=x")
-        .check_supported(&pods)
-        .is_ok());
+    assert!(
+        sel("metadata.name=a,metadata.namespace=b,spec.nodeName=n,status.podIPs=x")
+            .check_supported(&pods)
+            .is_ok()
+    );
     let e = sel("spec.nodeName=n").check_supported(&cms).unwrap_err();
     assert_eq!(e.code, 400);
     assert_eq!(e.message, "field label not supported: spec.nodeName");
@@ -144,7 +155,10 @@ fn supported_fields() {
     ];
     for (g, v, p, f) in cases {
         let r = res(g, v, p);
-        assert!(sel(&format!("{f}=x")).check_supported(&r).is_ok(), "{p}: {f}");
+        assert!(
+            sel(&format!("{f}=x")).check_supported(&r).is_ok(),
+            "{p}: {f}"
+        );
         assert!(sel(&format!("{f}=x")).check_supported(&cms).is_err(), "{f}");
     }
     assert!(sel("regarding.name=x")
@@ -242,7 +256,10 @@ fn event_values() {
     assert!(s.matches_object(&core, &ev));
     // Without source.component the reporting controller stands in.
     let no_source = json!({"reportingComponent": "kubelet"});
-    assert_eq!(field_value(&core, &no_source, "source").as_deref(), Some("kubelet"));
+    assert_eq!(
+        field_value(&core, &no_source, "source").as_deref(),
+        Some("kubelet")
+    );
 
     let v1 = res("events.k8s.io", "v1", "events");
     let ev1 = json!({
@@ -261,7 +278,10 @@ fn event_values() {
     assert_eq!(get("source").as_deref(), Some("kubelet-n1"));
     assert!(sel("regarding.name=n1,reason=Ready").matches_object(&v1, &ev1));
     // A core-shaped object served through events.k8s.io still answers.
-    assert_eq!(field_value(&v1, &ev, "regarding.uid").as_deref(), Some("u1"));
+    assert_eq!(
+        field_value(&v1, &ev, "regarding.uid").as_deref(),
+        Some("u1")
+    );
 }
 
 #[test]
@@ -269,15 +289,29 @@ fn other_kind_values() {
     let node = res("", "v1", "nodes");
     assert_eq!(
         values(&node, &json!({"metadata": {"name": "n"}})),
-        owned(&[("metadata.name", "n"), ("metadata.namespace", ""), ("spec.unschedulable", "false")])
+        owned(&[
+            ("metadata.name", "n"),
+            ("metadata.namespace", ""),
+            ("spec.unschedulable", "false")
+        ])
     );
     assert_eq!(
-        field_value(&node, &json!({"spec": {"unschedulable": true}}), "spec.unschedulable").as_deref(),
+        field_value(
+            &node,
+            &json!({"spec": {"unschedulable": true}}),
+            "spec.unschedulable"
+        )
+        .as_deref(),
         Some("true")
     );
     let ns = res("", "v1", "namespaces");
     assert_eq!(
-        field_value(&ns, &json!({"status": {"phase": "Terminating"}}), "status.phase").as_deref(),
+        field_value(
+            &ns,
+            &json!({"status": {"phase": "Terminating"}}),
+            "status.phase"
+        )
+        .as_deref(),
         Some("Terminating")
     );
     let secret = res("", "v1", "secrets");
@@ -286,7 +320,10 @@ fn other_kind_values() {
         Some("Opaque")
     );
     let rs = res("apps", "v1", "replicasets");
-    assert_eq!(field_value(&rs, &json!({}), "status.replicas").as_deref(), Some("0"));
+    assert_eq!(
+        field_value(&rs, &json!({}), "status.replicas").as_deref(),
+        Some("0")
+    );
     assert_eq!(
         field_value(&rs, &json!({"status": {"replicas": 3}}), "status.replicas").as_deref(),
         Some("3")
@@ -298,7 +335,12 @@ fn other_kind_values() {
     );
     let job = res("batch", "v1", "jobs");
     assert_eq!(
-        field_value(&job, &json!({"status": {"succeeded": 4}}), "status.successful").as_deref(),
+        field_value(
+            &job,
+            &json!({"status": {"succeeded": 4}}),
+            "status.successful"
+        )
+        .as_deref(),
         Some("4")
     );
     assert!(sel("status.successful=0").matches_object(&job, &json!({})));
@@ -345,7 +387,7 @@ proptest! {
             .into_iter()
             .map(|(f, eq, v)| req(&f, if eq { FieldOp::Eq } else { FieldOp::NotEq }, &v))
             .collect();
-        // Parsing orders terms by their text, so compare in that order.
+        // Parsing orders terms by their canonical text.
         requirements.sort_by_key(|r| r.to_string());
         let s = FieldSelector { requirements };
         let text = s.to_string();

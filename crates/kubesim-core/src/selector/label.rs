@@ -51,7 +51,9 @@ impl LabelRequirement {
     pub fn matches<'a>(&self, get: &dyn Fn(&str) -> Option<&'a str>) -> bool {
         let has = |v: &str| self.values.binary_search_by(|x| x.as_str().cmp(v)).is_ok();
         match self.op {
-            LabelOp::In | LabelOp::Equals | LabelOp::DoubleEquals => get(&self.key).is_some_and(has),
+            LabelOp::In | LabelOp::Equals | LabelOp::DoubleEquals => {
+                get(&self.key).is_some_and(has)
+            }
             LabelOp::NotIn | LabelOp::NotEquals => !get(&self.key).is_some_and(has),
             LabelOp::Exists => get(&self.key).is_some(),
             LabelOp::DoesNotExist => get(&self.key).is_none(),
@@ -106,7 +108,11 @@ impl fmt::Display for LabelRequirement {
 
 /// The checks of `labels.NewRequirement`, returning the message upstream
 /// would (a single error as is, several as `[a, b]`).
-fn new_requirement(key: &str, op: LabelOp, mut values: Vec<String>) -> Result<LabelRequirement, String> {
+fn new_requirement(
+    key: &str,
+    op: LabelOp,
+    mut values: Vec<String>,
+) -> Result<LabelRequirement, String> {
     let mut errs = Vec::new();
     let key_errs = qualified_name_errors(key);
     if !key_errs.is_empty() {
@@ -158,7 +164,11 @@ fn new_requirement(key: &str, op: LabelOp, mut values: Vec<String>) -> Result<La
     for (i, v) in values.iter().enumerate() {
         let v_errs = label_value_errors(v);
         if !v_errs.is_empty() {
-            errs.push(invalid(&format!("values[{i}][{key}]"), v, &v_errs.join("; ")));
+            errs.push(invalid(
+                &format!("values[{i}][{key}]"),
+                v,
+                &v_errs.join("; "),
+            ));
         }
     }
     match errs.len() {
@@ -178,7 +188,14 @@ fn new_requirement(key: &str, op: LabelOp, mut values: Vec<String>) -> Result<La
 
 /// Go's `%v` of a `[]string`, as it appears in Invalid-value messages.
 fn go_list(values: &[String]) -> String {
-    format!("[]string{{{}}}", values.iter().map(|v| super::validate::go_quote(v)).collect::<Vec<_>>().join(", "))
+    format!(
+        "[]string{{{}}}",
+        values
+            .iter()
+            .map(|v| super::validate::go_quote(v))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// A parsed label selector; the empty selector matches everything.
@@ -220,7 +237,11 @@ impl LabelSelector {
                             "matchLabels[{k}]: value must be a string"
                         )));
                     };
-                    reqs.push(LabelRequirement::new(k, LabelOp::Equals, vec![v.to_string()])?);
+                    reqs.push(LabelRequirement::new(
+                        k,
+                        LabelOp::Equals,
+                        vec![v.to_string()],
+                    )?);
                 }
             }
             Some(_) => return Err(ApiError::bad_request("matchLabels must be an object")),
@@ -466,9 +487,7 @@ impl Parser {
                             }
                         }
                         _ => {
-                            return Err(format!(
-                                "found '{lit}', expected: ',' or 'end of string'"
-                            ))
+                            return Err(format!("found '{lit}', expected: ',' or 'end of string'"))
                         }
                     }
                 }
@@ -553,9 +572,7 @@ impl Parser {
                 self.next(Ctx::Values);
                 Ok(vec![String::new()])
             }
-            _ => Err(format!(
-                "found '{lit}', expected: ',', ')' or identifier"
-            )),
+            _ => Err(format!("found '{lit}', expected: ',', ')' or identifier")),
         }
     }
 

@@ -87,7 +87,10 @@ fn set_edge_cases() {
     assert_eq!(sel("a in (,)").requirements()[0].values(), [""]);
     assert_eq!(sel("a in (,b)").requirements()[0].values(), ["", "b"]);
     assert_eq!(sel("a in (b,)").requirements()[0].values(), ["", "b"]);
-    assert_eq!(sel("a in (b,,c)").requirements()[0].values(), ["", "b", "c"]);
+    assert_eq!(
+        sel("a in (b,,c)").requirements()[0].values(),
+        ["", "b", "c"]
+    );
     assert_eq!(sel("a in (c,b,c)").requirements()[0].values(), ["b", "c"]);
     assert_eq!(sel("a in (c,b,c)").to_string(), "a in (b,c)");
     assert_eq!(sel("a in (,b)").to_string(), "a in (,b)");
@@ -150,7 +153,10 @@ fn syntax_errors() {
     assert_eq!(err("a=b c"), "found 'c', expected: ',' or 'end of string'");
     assert_eq!(err("a=b,"), "found '', expected: identifier after ','");
     assert_eq!(err("a=b,,c"), "found ',', expected: identifier after ','");
-    assert_eq!(err(",a"), "found ',', expected: !, identifier, or 'end of string'");
+    assert_eq!(
+        err(",a"),
+        "found ',', expected: !, identifier, or 'end of string'"
+    );
     assert_eq!(
         err("!"),
         "unable to parse requirement: found '', expected: identifier"
@@ -202,13 +208,25 @@ fn invalid_keys() {
         m.starts_with("unable to parse requirement: <nil>: Invalid value: \"a$b\": name part must consist of alphanumeric characters"),
         "{m}"
     );
-    assert!(m.ends_with("regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"), "{m}");
+    assert!(
+        m.ends_with("regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+        "{m}"
+    );
     let m = err("a/b/c");
-    assert!(m.contains("\"a/b/c\": a qualified name must consist"), "{m}");
+    assert!(
+        m.contains("\"a/b/c\": a qualified name must consist"),
+        "{m}"
+    );
     let m = err("Upper.io/x");
-    assert!(m.contains("prefix part a lowercase RFC 1123 subdomain"), "{m}");
+    assert!(
+        m.contains("prefix part a lowercase RFC 1123 subdomain"),
+        "{m}"
+    );
     let m = err(&"k".repeat(64));
-    assert!(m.contains("name part must be no more than 63 characters"), "{m}");
+    assert!(
+        m.contains("name part must be no more than 63 characters"),
+        "{m}"
+    );
     let m = err("x/");
     assert!(m.contains("name part must be non-empty"), "{m}");
     let m = err("/x");
@@ -238,7 +256,10 @@ fn numeric_value_errors() {
     let m = err("a<-1");
     assert!(m.contains("values[0][a]: Invalid value: \"-1\""), "{m}");
     let m = err("a>");
-    assert!(m.contains("values[0]: Invalid value: \"\": for 'Gt', 'Lt'"), "{m}");
+    assert!(
+        m.contains("values[0]: Invalid value: \"\": for 'Gt', 'Lt'"),
+        "{m}"
+    );
 }
 
 #[test]
@@ -260,9 +281,15 @@ fn requirement_constructor_checks() {
     assert!(LabelRequirement::new("a", LabelOp::In, vec![]).is_err());
     assert!(LabelRequirement::new("a", LabelOp::Equals, vec![]).is_err());
     assert!(LabelRequirement::new("a", LabelOp::Exists, vec!["x".into()]).is_err());
-    assert!(LabelRequirement::new("a", LabelOp::GreaterThan, vec!["1".into(), "2".into()]).is_err());
+    assert!(
+        LabelRequirement::new("a", LabelOp::GreaterThan, vec!["1".into(), "2".into()]).is_err()
+    );
     let e = LabelRequirement::new("a$", LabelOp::In, vec![]).unwrap_err();
-    assert!(e.message.starts_with("[key: Invalid value: \"a$\""), "{}", e.message);
+    assert!(
+        e.message.starts_with("[key: Invalid value: \"a$\""),
+        "{}",
+        e.message
+    );
     assert!(e.message.contains(", values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty]"), "{}", e.message);
 }
 
@@ -270,9 +297,11 @@ fn requirement_constructor_checks() {
 fn from_json_forms() {
     assert!(LabelSelector::from_json(&json!(null)).unwrap().is_empty());
     assert!(LabelSelector::from_json(&json!({})).unwrap().is_empty());
-    assert!(LabelSelector::from_json(&json!({"matchLabels": {}, "matchExpressions": []}))
-        .unwrap()
-        .is_empty());
+    assert!(
+        LabelSelector::from_json(&json!({"matchLabels": {}, "matchExpressions": []}))
+            .unwrap()
+            .is_empty()
+    );
     let s = LabelSelector::from_json(&json!({
         "matchLabels": {"app": "web", "a": "b"},
         "matchExpressions": [
@@ -361,8 +390,13 @@ fn requirement() -> impl Strategy<Value = LabelRequirement> {
         Just(LabelOp::GreaterThan),
         Just(LabelOp::LessThan),
     ];
-    (key(), op, proptest::collection::vec(value(), 1..4), 0u32..1000).prop_map(
-        |(k, op, vs, n)| {
+    (
+        key(),
+        op,
+        proptest::collection::vec(value(), 1..4),
+        0u32..1000,
+    )
+        .prop_map(|(k, op, vs, n)| {
             let values = match op {
                 LabelOp::In | LabelOp::NotIn => vs,
                 LabelOp::Exists | LabelOp::DoesNotExist => vec![],
@@ -373,8 +407,7 @@ fn requirement() -> impl Strategy<Value = LabelRequirement> {
                 Ok(r) => r,
                 Err(e) => panic!("generator made an invalid requirement: {e}"),
             }
-        },
-    )
+        })
 }
 
 fn label_set() -> impl Strategy<Value = BTreeMap<String, String>> {

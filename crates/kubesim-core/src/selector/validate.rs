@@ -6,7 +6,8 @@ const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 
 /// Upstream's `RegexError` text, double spaces included.
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
@@ -51,9 +52,7 @@ fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     let ok_end = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     match (b.first(), b.last()) {
-        (Some(&f), Some(&l)) => {
-            ok_end(f) && ok_end(l) && b.iter().all(|&c| ok_end(c) || c == b'-')
-        }
+        (Some(&f), Some(&l)) => ok_end(f) && ok_end(l) && b.iter().all(|&c| ok_end(c) || c == b'-'),
         _ => false,
     }
 }
