@@ -2,6 +2,9 @@
 
 pub mod field;
 pub mod label;
+mod validate;
 
-pub use field::{field_values, FieldSelector};
-pub use label::LabelSelector;
+pub use field::{
+    field_value, field_values, selectable_fields, FieldOp, FieldRequirement, FieldSelector,
+};
+pub use label::{LabelOp, LabelRequirement, LabelSelector};
