@@ -26,14 +26,11 @@ impl Query {
     }
 
     fn flag(&self, key: &str) -> Result<Option<bool>, ApiError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some("true") | Some("1") | Some("") => Ok(Some(true)),
-            Some("false") | Some("0") => Ok(Some(false)),
-            Some(v) => Err(ApiError::bad_request(format!(
-                "invalid boolean value for {key}: {v:?}"
-            ))),
-        }
+        // As upstream: anything but "0" and "false" (any case) is true; the
+        // Python client sends "True".
+        Ok(self
+            .get(key)
+            .map(|v| !(v == "0" || v.eq_ignore_ascii_case("false"))))
     }
 
     pub fn watch(&self) -> Result<bool, ApiError> {

@@ -129,7 +129,7 @@ impl Server {
                 name,
                 Part::Main,
                 opts,
-                &mgr,
+                Some(&mgr),
                 false,
                 &mut |cur| {
                     let scale = self.scale_of(resource, cur);
@@ -336,11 +336,20 @@ impl Server {
         let opts = WriteOptions::default();
         let mgr = manager(&opts, caller);
         let r = self
-            .update_with(&nsr, "", name, Part::Main, &opts, &mgr, false, &mut |cur| {
-                let mut n = cur.clone();
-                n["spec"]["finalizers"] = fins.clone();
-                Ok(n)
-            })
+            .update_with(
+                &nsr,
+                "",
+                name,
+                Part::Main,
+                &opts,
+                Some(&mgr),
+                false,
+                &mut |cur| {
+                    let mut n = cur.clone();
+                    n["spec"]["finalizers"] = fins.clone();
+                    Ok(n)
+                },
+            )
             .await?;
         Ok(r.obj)
     }

@@ -409,7 +409,7 @@ impl Server {
                 name,
                 part,
                 opts,
-                &mgr,
+                Some(&mgr),
                 precondition,
                 &mut |_cur| Ok(body.clone()),
             )
@@ -442,12 +442,21 @@ impl Server {
         }
         let mut warnings = Vec::new();
         let mut r = self
-            .update_with(resource, ns, name, part, opts, &mgr, false, &mut |cur| {
-                let mut out = patch::apply_patch(kind, resource, cur, body)?;
-                self.check_type(resource, &mut out)?;
-                warnings = self.check_fields(resource, &out, opts)?;
-                Ok(out)
-            })
+            .update_with(
+                resource,
+                ns,
+                name,
+                part,
+                opts,
+                Some(&mgr),
+                false,
+                &mut |cur| {
+                    let mut out = patch::apply_patch(kind, resource, cur, body)?;
+                    self.check_type(resource, &mut out)?;
+                    warnings = self.check_fields(resource, &out, opts)?;
+                    Ok(out)
+                },
+            )
             .await?;
         r.warnings.extend(warnings);
         Ok(r)
@@ -508,7 +517,8 @@ impl Server {
             };
         }
         let mut r = self
-            .update_with(resource, ns, name, part, opts, mgr, false, &mut |cur| {
+            // Apply records its own managedFields entry.
+            .update_with(resource, ns, name, part, opts, None, false, &mut |cur| {
                 let mut out =
                     patch::server_side_apply(resource, Some(cur), &applied, mgr, opts.force, &now)?;
                 self.check_type(resource, &mut out)?;
@@ -528,7 +538,7 @@ impl Server {
         name: &str,
         part: Part,
         opts: &WriteOptions,
-        mgr: &str,
+        mgr: Option<&str>,
         precondition: bool,
         mutate: &mut (dyn FnMut(&Value) -> Result<Value, ApiError> + Send),
     ) -> Result<WriteResult, ApiError> {
@@ -601,7 +611,7 @@ impl Server {
         cur: &Value,
         proposed: Value,
         part: Part,
-        mgr: &str,
+        mgr: Option<&str>,
     ) -> Result<Value, ApiError> {
         let mut new = match part {
             Part::Main => {
@@ -721,7 +731,8 @@ impl Server {
                 causes,
             ));
         }
-        if new != *cur {
+        // None: the mutation keeps managedFields itself (server-side apply).
+        if let (Some(mgr), true) = (mgr, new != *cur) {
             let now = self.now_string();
             let sub = if part == Part::Status {
                 Some("status")
