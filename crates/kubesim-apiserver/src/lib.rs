@@ -2,6 +2,7 @@
 //! ([`service`]) and the HTTP server on top of them ([`http`]).
 
 pub mod http;
+pub mod inprocess;
 pub mod service;
 
 pub use service::Server;

@@ -122,6 +122,16 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
         .bootstrap()
         .await
         .map_err(|e| anyhow::anyhow!("bootstrap failed: {}", e.message))?;
+    // The kube-controller-manager loops the API's semantics rely on
+    // (namespace deletion, garbage collection), in process.
+    tokio::spawn(kubesim_controllers::run_all(
+        Arc::new(kubesim_apiserver::inprocess::InProcess::new(
+            server.clone(),
+            "kube-controller-manager",
+        )),
+        server.registry.clone(),
+        server.clock.clone(),
+    ));
     let url = format!("http://{addr}");
     std::fs::create_dir_all(&args.data_dir)?;
     let kc = args.data_dir.join("kubeconfig");

@@ -1,0 +1,230 @@
+//! The in-process [`Api`]: components that run inside the server process
+//! call the service verbs directly, skipping HTTP and serialization, yet get
+//! exactly the answers a remote client would.
+
+// ApiError is the error of every verb and of the Api trait; boxing it here
+// alone would only add conversions.
+#![allow(clippy::result_large_err)]
+
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use kubesim_core::patch::PatchType;
+use kubesim_core::{meta, ApiError, ResourceInfo};
+use kubesim_runtime::{Api, DeleteOptions, ListOptions, ResourceRef, WatchEvent, WriteOptions};
+use serde_json::Value;
+
+use crate::service::read::list_json;
+use crate::service::subresource::ScaleChange;
+use crate::service::{Caller, WatchFrame, WatchRequest};
+use crate::Server;
+
+/// An [`Api`] bound to one component, whose name becomes the user agent (and
+/// so the field manager of its writes, as upstream components' are).
+pub struct InProcess {
+    server: Arc<Server>,
+    caller: Caller,
+}
+
+impl InProcess {
+    /// `component` names the caller, e.g. `kube-controller-manager`.
+    pub fn new(server: Arc<Server>, component: &str) -> Self {
+        InProcess {
+            server,
+            caller: Caller {
+                user_agent: format!("{component}/v1.33.0 (linux/amd64) kubesim"),
+            },
+        }
+    }
+
+    fn resource(&self, r: &ResourceRef) -> Result<Arc<ResourceInfo>, ApiError> {
+        self.server.resource(&r.group, &r.version, &r.plural)
+    }
+
+    /// The same checks the HTTP router makes before it reaches a verb, so
+    /// both transports reject the same requests.
+    fn check(
+        resource: &ResourceInfo,
+        ns: &str,
+        sub: Option<&str>,
+        named: bool,
+    ) -> Result<(), ApiError> {
+        if (!resource.namespaced() && !ns.is_empty())
+            || (resource.namespaced() && ns.is_empty() && named)
+        {
+            return Err(ApiError::path_not_found());
+        }
+        if let Some(s) = sub {
+            if !resource.has_subresource(s) {
+                return Err(ApiError::path_not_found());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_core(r: &ResourceInfo, plural: &str) -> bool {
+    r.group.is_empty() && r.plural == plural
+}
+
+/// A watch frame as components see it. Frames whose object does not parse
+/// (which the server never sends) become errors rather than being dropped,
+/// so a consumer notices and relists.
+fn to_event(frame: WatchFrame) -> WatchEvent {
+    match frame {
+        WatchFrame::Event { kind, object } => match serde_json::from_slice::<Value>(&object) {
+            Ok(obj) => match kind {
+                "ADDED" => WatchEvent::Added(obj),
+                "DELETED" => WatchEvent::Deleted(obj),
+                _ => WatchEvent::Modified(obj),
+            },
+            Err(e) => WatchEvent::Error(ApiError::internal(format!(
+                "watch event object is corrupt: {e}"
+            ))),
+        },
+        WatchFrame::Bookmark { rev, .. } => WatchEvent::Bookmark(rev.to_string()),
+        WatchFrame::Error(e) => WatchEvent::Error(e),
+    }
+}
+
+#[async_trait::async_trait]
+impl Api for InProcess {
+    async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, None, true)?;
+        self.server.get(&res, ns, name)
+    }
+
+    async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, None, false)?;
+        let page = self.server.list(&res, ns, opts)?;
+        serde_json::from_slice(&list_json(&res, &page))
+            .map_err(|e| ApiError::internal(format!("list is corrupt: {e}")))
+    }
+
+    async fn create(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, None, false)?;
+        if is_core(&res, "bindings") {
+            let name = meta::name(&obj).to_string();
+            return self.server.bind(ns, &name, &obj).await;
+        }
+        Ok(self
+            .server
+            .create(&res, ns, obj, opts, &self.caller)
+            .await?
+            .obj)
+    }
+
+    async fn update(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        obj: Value,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, subresource, true)?;
+        let name = meta::name(&obj).to_string();
+        if name.is_empty() {
+            return Err(ApiError::bad_request("the object has no name"));
+        }
+        match subresource {
+            Some("finalize") => {
+                self.server
+                    .finalize_namespace(&name, &obj, &self.caller)
+                    .await
+            }
+            Some("scale") => {
+                self.server
+                    .write_scale(
+                        &res,
+                        ns,
+                        &name,
+                        ScaleChange::Replace(&obj),
+                        opts,
+                        &self.caller,
+                    )
+                    .await
+            }
+            _ => Ok(self
+                .server
+                .update(&res, ns, &name, obj, subresource, opts, &self.caller)
+                .await?
+                .obj),
+        }
+    }
+
+    async fn patch(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        name: &str,
+        kind: PatchType,
+        body: Vec<u8>,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, subresource, true)?;
+        if subresource == Some("scale") {
+            return self
+                .server
+                .write_scale(
+                    &res,
+                    ns,
+                    name,
+                    ScaleChange::Patch(kind, &body),
+                    opts,
+                    &self.caller,
+                )
+                .await;
+        }
+        Ok(self
+            .server
+            .patch(&res, ns, name, kind, &body, subresource, opts, &self.caller)
+            .await?
+            .obj)
+    }
+
+    async fn delete(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Value, ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, None, true)?;
+        Ok(self.server.delete(&res, ns, name, opts).await?.body)
+    }
+
+    async fn watch(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        opts: &ListOptions,
+    ) -> Result<BoxStream<'static, WatchEvent>, ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, None, false)?;
+        let rx = self.server.watch(WatchRequest {
+            resource: res,
+            namespace: ns.to_string(),
+            opts: opts.clone(),
+        })?;
+        let stream = futures::stream::unfold(rx, |mut rx| async move {
+            let frame = rx.recv().await?;
+            Some((to_event(frame), rx))
+        });
+        Ok(stream.boxed())
+    }
+}

@@ -1,0 +1,107 @@
+//! The control loops upstream runs in kube-controller-manager that the API
+//! server's own semantics depend on: without the namespace controller a
+//! deleted namespace never goes away, and without the garbage collector
+//! owner references and propagation policies mean nothing.
+
+// ApiError is the error type of the Api trait these loops are written
+// against; boxing it only here would add conversions for nothing.
+#![allow(clippy::result_large_err)]
+
+pub mod gc;
+pub mod namespace;
+
+use std::sync::Arc;
+
+use kubesim_core::{meta, ApiError, Registry, ResourceInfo};
+use kubesim_runtime::{Api, Clock, ResourceRef, WriteOptions};
+use serde_json::Value;
+
+/// Runs every controller until the returned future is dropped.
+pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock) {
+    let ns = namespace::NamespaceController::new(api.clone(), registry.clone(), clock.clone());
+    let gc = gc::GarbageCollector::new(api, registry, clock);
+    // Joined rather than spawned so that dropping (or aborting) this future
+    // stops both loops together.
+    tokio::join!(ns.run(), gc.run());
+}
+
+pub(crate) fn resource_ref(r: &ResourceInfo) -> ResourceRef {
+    ResourceRef::new(&r.group, &r.version, &r.plural)
+}
+
+/// The resources a controller can list and delete, one version of each
+/// stored resource (the registry may serve one store under several
+/// versions, and handling both would act twice on every object).
+pub(crate) fn manageable(registry: &Registry) -> Vec<Arc<ResourceInfo>> {
+    let mut seen = std::collections::BTreeSet::new();
+    registry
+        .all()
+        .into_iter()
+        .filter(|r| {
+            !(r.group.is_empty() && r.plural == "bindings")
+                && r.verbs.contains(&"list")
+                && r.verbs.contains(&"delete")
+        })
+        .filter(|r| seen.insert(r.storage_key()))
+        .collect()
+}
+
+/// The items of a list object.
+pub(crate) fn items(list: Value) -> Vec<Value> {
+    match list {
+        Value::Object(mut m) => match m.remove("items") {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// Changes an object with optimistic concurrency: reads it, lets `change`
+/// edit it (returning false when nothing needs doing), and writes it back
+/// with the read resourceVersion, retrying on conflicts. Acts only on the
+/// object with `uid`, so a namesake created meanwhile is left alone.
+pub(crate) async fn edit(
+    api: &dyn Api,
+    r: &ResourceRef,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    change: &(dyn Fn(&mut Value) -> bool + Send + Sync),
+) -> Result<(), ApiError> {
+    for _ in 0..8 {
+        let mut obj = match api.get(r, ns, name).await {
+            Ok(o) => o,
+            Err(e) if e.code == 404 => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if meta::uid(&obj) != uid || !change(&mut obj) {
+            return Ok(());
+        }
+        match api.update(r, ns, obj, None, &WriteOptions::default()).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.code == 409 => continue,
+            Err(e) if e.code == 404 => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(ApiError::conflict(
+        &r.plural,
+        &r.group,
+        name,
+        "too many concurrent updates",
+    ))
+}
+
+/// Removes `finalizer` from `metadata.finalizers`; false when absent.
+pub(crate) fn drop_finalizer(obj: &mut Value, finalizer: &str) -> bool {
+    let Some(Value::Array(fins)) = obj
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("finalizers"))
+    else {
+        return false;
+    };
+    let before = fins.len();
+    fins.retain(|f| f.as_str() != Some(finalizer));
+    before != fins.len()
+}
