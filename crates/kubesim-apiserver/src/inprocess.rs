@@ -2,10 +2,6 @@
 //! call the service verbs directly, skipping HTTP and serialization, yet get
 //! exactly the answers a remote client would.
 
-// ApiError is the error of every verb and of the Api trait; boxing it here
-// alone would only add conversions.
-#![allow(clippy::result_large_err)]
-
 use std::sync::Arc;
 
 use futures::stream::BoxStream;

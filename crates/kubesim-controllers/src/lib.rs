@@ -3,10 +3,6 @@
 //! deleted namespace never goes away, and without the garbage collector
 //! owner references and propagation policies mean nothing.
 
-// ApiError is the error type of the Api trait these loops are written
-// against; boxing it only here would add conversions for nothing.
-#![allow(clippy::result_large_err)]
-
 pub mod gc;
 pub mod namespace;
 
