@@ -437,3 +437,46 @@ spec:
     );
     c.ok(&["delete", "crd", "widgets.example.com"]);
 }
+
+#[test]
+fn namespaces_and_cascading_deletes() {
+    let c = start("cascade");
+    c.apply_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n");
+    c.apply_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside, namespace: team}\ndata: {a: b}\n",
+    );
+    c.ok(&["delete", "namespace", "team", "--wait=true", "--timeout=30s"]);
+    assert!(c.fails(&["get", "namespace", "team"]).contains("NotFound"));
+
+    // A dependent with an owner reference goes with its owner.
+    c.apply_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owner}\n");
+    let uid = c.ok(&["get", "cm", "owner", "-o", "jsonpath={.metadata.uid}"]);
+    let dependent = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dependent\n  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}, blockOwnerDeletion: true}}\n"
+    );
+    c.apply_stdin(&["create", "-f", "-"], &dependent);
+    c.ok(&["delete", "cm", "owner", "--cascade=foreground", "--wait=true", "--timeout=30s"]);
+    c.ok(&["wait", "--for=delete", "cm/dependent", "--timeout=30s"]);
+    assert!(c.fails(&["get", "cm", "dependent"]).contains("NotFound"));
+}
+
+#[test]
+fn table_watch_prints_rows() {
+    let c = start("tablewatch");
+    let mut w = Command::new("kubectl")
+        .env("KUBECONFIG", &c.kubeconfig)
+        .args(["get", "configmaps", "-w", "--request-timeout=8s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    c.apply_stdin(&["create", "-f", "-"], r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"t1"},"data":{"x":"y"}}"#);
+    std::thread::sleep(Duration::from_millis(800));
+    let _ = w.kill();
+    let out = w.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("NAME"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("t1 ") && l.contains(" 1 ")), "{text}");
+}
