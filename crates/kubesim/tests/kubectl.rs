@@ -1,64 +1,28 @@
 //! End-to-end: the real `kubectl` against `kubesim up`.
 
+mod common;
+
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::Kubesim;
+
+/// A running server and the kubectl settings that reach it.
 struct Cluster {
-    child: Child,
+    _server: Kubesim,
     dir: PathBuf,
     kubeconfig: PathBuf,
 }
 
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start(name: &str) -> Cluster {
-    let dir = std::env::temp_dir().join(format!("kubesim-kubectl-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-        .args([
-            "up",
-            "--ephemeral",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start kubesim");
-    let kubeconfig = dir.join("kubeconfig");
-    let c = Cluster {
-        child,
-        dir,
-        kubeconfig,
-    };
-    for _ in 0..200 {
-        if c.kubeconfig.exists() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return c;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let server = Kubesim::start_ephemeral(&format!("kubectl-{name}"));
+    Cluster {
+        dir: server.data_dir().to_path_buf(),
+        kubeconfig: server.kubeconfig(),
+        _server: server,
     }
-    panic!("kubesim did not start");
 }
 
 impl Cluster {
@@ -441,22 +405,41 @@ spec:
 #[test]
 fn namespaces_and_cascading_deletes() {
     let c = start("cascade");
-    c.apply_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n");
+    c.apply_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n",
+    );
     c.apply_stdin(
         &["apply", "-f", "-"],
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: inside, namespace: team}\ndata: {a: b}\n",
     );
-    c.ok(&["delete", "namespace", "team", "--wait=true", "--timeout=30s"]);
+    c.ok(&[
+        "delete",
+        "namespace",
+        "team",
+        "--wait=true",
+        "--timeout=30s",
+    ]);
     assert!(c.fails(&["get", "namespace", "team"]).contains("NotFound"));
 
     // A dependent with an owner reference goes with its owner.
-    c.apply_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owner}\n");
+    c.apply_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owner}\n",
+    );
     let uid = c.ok(&["get", "cm", "owner", "-o", "jsonpath={.metadata.uid}"]);
     let dependent = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dependent\n  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}, blockOwnerDeletion: true}}\n"
     );
     c.apply_stdin(&["create", "-f", "-"], &dependent);
-    c.ok(&["delete", "cm", "owner", "--cascade=foreground", "--wait=true", "--timeout=30s"]);
+    c.ok(&[
+        "delete",
+        "cm",
+        "owner",
+        "--cascade=foreground",
+        "--wait=true",
+        "--timeout=30s",
+    ]);
     c.ok(&["wait", "--for=delete", "cm/dependent", "--timeout=30s"]);
     assert!(c.fails(&["get", "cm", "dependent"]).contains("NotFound"));
 }
@@ -472,11 +455,18 @@ fn table_watch_prints_rows() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(800));
-    c.apply_stdin(&["create", "-f", "-"], r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"t1"},"data":{"x":"y"}}"#);
+    c.apply_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"t1"},"data":{"x":"y"}}"#,
+    );
     std::thread::sleep(Duration::from_millis(800));
     let _ = w.kill();
     let out = w.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("NAME"), "{text}");
-    assert!(text.lines().any(|l| l.starts_with("t1 ") && l.contains(" 1 ")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("t1 ") && l.contains(" 1 ")),
+        "{text}"
+    );
 }

@@ -385,15 +385,7 @@ async fn resource(
         }
         (Method::DELETE, Some(name)) => {
             labels.verb = "DELETE";
-            let raw = body_bytes(req).await?;
-            let body: Option<Value> =
-                if raw.iter().all(u8::is_ascii_whitespace) {
-                    None
-                } else {
-                    Some(serde_json::from_slice(&raw).map_err(|e| {
-                        ApiError::bad_request(format!("invalid DeleteOptions: {e}"))
-                    })?)
-                };
+            let body = delete_options_body(&body_bytes(req).await?)?;
             let opts = q.delete(body.as_ref())?;
             labels.dry_run = opts.dry_run;
             let res = server.delete(&r, ns, name, &opts).await?;
@@ -401,15 +393,7 @@ async fn resource(
         }
         (Method::DELETE, None) => {
             labels.verb = "DELETECOLLECTION";
-            let raw = body_bytes(req).await?;
-            let body: Option<Value> =
-                if raw.iter().all(u8::is_ascii_whitespace) {
-                    None
-                } else {
-                    Some(serde_json::from_slice(&raw).map_err(|e| {
-                        ApiError::bad_request(format!("invalid DeleteOptions: {e}"))
-                    })?)
-                };
+            let body = delete_options_body(&body_bytes(req).await?)?;
             let opts = q.delete(body.as_ref())?;
             let list = q.list()?;
             Ok(value_response(
@@ -422,6 +406,16 @@ async fn resource(
             r.plural
         ))),
     }
+}
+
+/// The optional DeleteOptions body of a DELETE.
+fn delete_options_body(raw: &[u8]) -> Result<Option<Value>, ApiError> {
+    if raw.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice(raw)
+        .map(Some)
+        .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))
 }
 
 fn unsupported_stream(what: &str) -> ApiError {

@@ -127,6 +127,54 @@ fn continue_token(body: &[u8]) -> String {
         .to_string()
 }
 
+/// Request `i` of a run: method, path, body and the status it must get.
+type MakeRequest = dyn Fn(usize) -> (&'static str, String, Option<Bytes>, u16) + Send + Sync;
+
+/// Sends `total` requests over `clients` connections, each taking the next
+/// index; returns the sorted latencies and the elapsed seconds.
+async fn drive(
+    clock: &Clock,
+    port: u16,
+    clients: usize,
+    total: usize,
+    make: Arc<MakeRequest>,
+) -> anyhow::Result<(Vec<Duration>, f64)> {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = clock.instant();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (next, make, clock) = (next.clone(), make.clone(), clock.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut c = connect(port).await?;
+            let mut lat = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let (method, path, body, want) = make(i);
+                let t = clock.instant();
+                let (code, resp) = request(&mut c, method, &path, body).await?;
+                if code != want {
+                    bail!(
+                        "{method} {path} answered {code}: {}",
+                        String::from_utf8_lossy(&resp)
+                    );
+                }
+                lat.push(t.elapsed());
+            }
+            Ok::<_, anyhow::Error>(lat)
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await??);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    all.sort();
+    Ok((all, secs))
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -172,87 +220,28 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
     }
     let rss_before = rss_kib(pid);
 
-    // Creates.
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let started = clock.instant();
-    let mut tasks = Vec::new();
-    for _ in 0..args.clients {
-        let next = next.clone();
-        let total = args.pods;
-        let clock = clock.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut c = connect(port).await?;
-            let mut lat = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= total {
-                    break;
-                }
-                let t = clock.instant();
-                let (code, body) = request(
-                    &mut c,
-                    "POST",
-                    "/api/v1/namespaces/default/pods",
-                    Some(pod(i)),
-                )
-                .await?;
-                if code != 201 {
-                    bail!(
-                        "create failed with {code}: {}",
-                        String::from_utf8_lossy(&body)
-                    );
-                }
-                lat.push(t.elapsed());
-            }
-            Ok::<_, anyhow::Error>(lat)
-        }));
-    }
-    let mut create_lat = Vec::new();
-    for t in tasks {
-        create_lat.extend(t.await??);
-    }
-    let create_secs = started.elapsed().as_secs_f64();
-    create_lat.sort();
+    let create_pod: Arc<MakeRequest> = Arc::new(|i| {
+        (
+            "POST",
+            "/api/v1/namespaces/default/pods".to_string(),
+            Some(pod(i)),
+            201,
+        )
+    });
+    let (create_lat, create_secs) =
+        drive(&clock, port, args.clients, args.pods, create_pod).await?;
     let rss_after = rss_kib(pid);
 
-    // Gets.
     let gets = args.pods.min(20_000);
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let started = clock.instant();
-    let mut tasks = Vec::new();
-    for _ in 0..args.clients {
-        let next = next.clone();
-        let clock = clock.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut c = connect(port).await?;
-            let mut lat = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= gets {
-                    break;
-                }
-                let t = clock.instant();
-                let (code, _) = request(
-                    &mut c,
-                    "GET",
-                    &format!("/api/v1/namespaces/default/pods/bench-{i:07}"),
-                    None,
-                )
-                .await?;
-                if code != 200 {
-                    bail!("get failed with {code}");
-                }
-                lat.push(t.elapsed());
-            }
-            Ok::<_, anyhow::Error>(lat)
-        }));
-    }
-    let mut get_lat = Vec::new();
-    for t in tasks {
-        get_lat.extend(t.await??);
-    }
-    let get_secs = started.elapsed().as_secs_f64();
-    get_lat.sort();
+    let get_pod: Arc<MakeRequest> = Arc::new(|i| {
+        (
+            "GET",
+            format!("/api/v1/namespaces/default/pods/bench-{i:07}"),
+            None,
+            200,
+        )
+    });
+    let (get_lat, get_secs) = drive(&clock, port, args.clients, gets, get_pod).await?;
 
     // A full list, paged by 500 as kubectl and informers do.
     let mut c = connect(port).await?;
@@ -320,30 +309,16 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
         }));
     }
     let started = clock.instant();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut writers = Vec::new();
-    for _ in 0..args.clients.min(16) {
-        let next = next.clone();
-        let total = args.events;
-        writers.push(tokio::spawn(async move {
-            let mut c = connect(port).await?;
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= total {
-                    break;
-                }
-                let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("w-{i}")}, "data": {"k": "v"}});
-                let (code, _) = request(&mut c, "POST", "/api/v1/namespaces/default/configmaps", Some(Bytes::from(body.to_string()))).await?;
-                if code != 201 {
-                    bail!("configmap create failed with {code}");
-                }
-            }
-            Ok::<_, anyhow::Error>(())
-        }));
-    }
-    for w in writers {
-        w.await??;
-    }
+    let create_cm: Arc<MakeRequest> = Arc::new(|i| {
+        let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("w-{i}")}, "data": {"k": "v"}});
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps".to_string(),
+            Some(Bytes::from(body.to_string())),
+            201,
+        )
+    });
+    drive(&clock, port, args.clients.min(16), args.events, create_cm).await?;
     let mut delivered = 0usize;
     for w in watchers {
         delivered += w.await?;
