@@ -260,9 +260,6 @@ async fn resource(
                     if let Some(c) = &page.continue_token {
                         t["metadata"]["continue"] = json!(c);
                     }
-                    if let Some(n) = page.remaining {
-                        t["metadata"]["remainingItemCount"] = json!(n);
-                    }
                     if v1beta1 {
                         t["apiVersion"] = json!("meta.k8s.io/v1beta1");
                     }

@@ -31,7 +31,6 @@ pub struct ListResult {
     pub rev: u64,
     pub items: Vec<Arc<Record>>,
     pub continue_token: Option<String>,
-    pub remaining: Option<u64>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -231,27 +230,17 @@ impl Server {
             last_key = Some(k.clone());
             items.push(rec.clone());
         }
-        let mut remaining = None;
+        // remainingItemCount is optional and would cost a scan of the rest
+        // of the snapshot on every page, so it is not sent.
         if !scanned_to_end {
             if let Some(lk) = &last_key {
                 continue_token = Some(encode_continue(snap.rev, lk));
-                if filter.is_everything() {
-                    let after: std::sync::Arc<str> =
-                        std::sync::Arc::from(format!("{lk}\u{0}").as_str());
-                    let n = snap
-                        .items
-                        .range(after..)
-                        .take_while(|(k, _)| k.starts_with(prefix.as_str()))
-                        .count();
-                    remaining = Some(n as u64);
-                }
             }
         }
         Ok(ListResult {
             rev: snap.rev,
             items,
             continue_token,
-            remaining,
         })
     }
 }
@@ -262,9 +251,6 @@ pub fn list_json(resource: &ResourceInfo, page: &ListResult) -> Vec<u8> {
     let mut meta = json!({"resourceVersion": page.rev.to_string()});
     if let Some(c) = &page.continue_token {
         meta["continue"] = Value::String(c.clone());
-    }
-    if let Some(r) = page.remaining {
-        meta["remainingItemCount"] = json!(r);
     }
     let head = format!(
         "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
