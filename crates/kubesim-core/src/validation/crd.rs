@@ -187,11 +187,7 @@ mod tests {
                           "schema": {"openAPIV3Schema": {"type": "object"}}}]}})
     }
 
-    fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter()
-            .map(|c| (c.field.as_str(), c.reason.as_str()))
-            .collect()
-    }
+    use crate::validation::field_reasons as f;
 
     #[test]
     fn valid_crd() {

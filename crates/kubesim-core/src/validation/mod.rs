@@ -85,3 +85,11 @@ pub fn validate(resource: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Ve
 
 #[cfg(test)]
 mod tests;
+
+/// (field, reason) of each cause: what validation tests compare.
+#[cfg(test)]
+pub(crate) fn field_reasons(c: &[Cause]) -> Vec<(&str, &str)> {
+    c.iter()
+        .map(|c| (c.field.as_str(), c.reason.as_str()))
+        .collect()
+}

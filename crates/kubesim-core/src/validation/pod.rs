@@ -477,11 +477,7 @@ mod tests {
         })
     }
 
-    fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter()
-            .map(|c| (c.field.as_str(), c.reason.as_str()))
-            .collect()
-    }
+    use crate::validation::field_reasons as f;
 
     #[test]
     fn minimal_spec_is_valid() {

@@ -154,11 +154,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter()
-            .map(|c| (c.field.as_str(), c.reason.as_str()))
-            .collect()
-    }
+    use crate::validation::field_reasons as f;
 
     #[test]
     fn pdb_rules() {

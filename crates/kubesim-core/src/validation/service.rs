@@ -183,11 +183,7 @@ mod tests {
             "selector": {"app": "web"}}})
     }
 
-    fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter()
-            .map(|c| (c.field.as_str(), c.reason.as_str()))
-            .collect()
-    }
+    use crate::validation::field_reasons as f;
 
     #[test]
     fn minimal_is_valid() {

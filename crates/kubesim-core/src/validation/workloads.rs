@@ -590,11 +590,7 @@ mod tests {
             "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod_spec("Always")}}})
     }
 
-    fn f(c: &[Cause]) -> Vec<(&str, &str)> {
-        c.iter()
-            .map(|c| (c.field.as_str(), c.reason.as_str()))
-            .collect()
-    }
+    use crate::validation::field_reasons as f;
 
     #[test]
     fn valid_deployment() {
