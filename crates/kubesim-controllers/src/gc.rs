@@ -20,6 +20,8 @@ pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
 
 /// Time between passes.
+/// Objects read per list request.
+const PAGE: i64 = 500;
 const PERIOD: Duration = Duration::from_secs(1);
 
 /// One entry of `metadata.ownerReferences`.
@@ -172,35 +174,47 @@ impl GarbageCollector {
     async fn graph(&self) -> Result<Graph, ApiError> {
         let mut g = Graph::default();
         for res in manageable(&self.registry) {
-            let list = match self
-                .api
-                .list(&resource_ref(&res), "", &ListOptions::default())
-                .await
-            {
-                Ok(l) => l,
-                Err(e) if e.code == 404 => continue,
-                Err(e) => return Err(e),
+            // Paged, so a pass holds one page of parsed objects at a time.
+            let mut page = ListOptions {
+                limit: Some(PAGE),
+                ..ListOptions::default()
             };
-            for obj in items(list) {
-                let uid = meta::uid(&obj).to_string();
-                if uid.is_empty() {
-                    continue;
-                }
-                let node = Node {
-                    resource: res.clone(),
-                    namespace: meta::namespace(&obj).to_string(),
-                    name: meta::name(&obj).to_string(),
-                    deleting: meta::is_deleting(&obj),
-                    finalizers: meta::finalizers(&obj),
-                    owners: owner_refs(&obj),
+            loop {
+                let list = match self.api.list(&resource_ref(&res), "", &page).await {
+                    Ok(l) => l,
+                    Err(e) if e.code == 404 => break,
+                    Err(e) => return Err(e),
                 };
-                for o in &node.owners {
-                    g.dependents
-                        .entry(o.uid.clone())
-                        .or_default()
-                        .push(uid.clone());
+                page.continue_token = list
+                    .get("metadata")
+                    .and_then(|m| m.get("continue"))
+                    .and_then(Value::as_str)
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string);
+                for obj in items(list) {
+                    let uid = meta::uid(&obj).to_string();
+                    if uid.is_empty() {
+                        continue;
+                    }
+                    let node = Node {
+                        resource: res.clone(),
+                        namespace: meta::namespace(&obj).to_string(),
+                        name: meta::name(&obj).to_string(),
+                        deleting: meta::is_deleting(&obj),
+                        finalizers: meta::finalizers(&obj),
+                        owners: owner_refs(&obj),
+                    };
+                    for o in &node.owners {
+                        g.dependents
+                            .entry(o.uid.clone())
+                            .or_default()
+                            .push(uid.clone());
+                    }
+                    g.nodes.insert(uid, node);
                 }
-                g.nodes.insert(uid, node);
+                if page.continue_token.is_none() {
+                    break;
+                }
             }
         }
         Ok(g)
