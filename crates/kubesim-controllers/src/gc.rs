@@ -19,9 +19,9 @@ use crate::{drop_finalizer, edit, items, manageable, resource_ref};
 pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
 
-/// Time between passes.
 /// Objects read per list request.
 const PAGE: i64 = 500;
+/// Time between passes.
 const PERIOD: Duration = Duration::from_secs(1);
 
 /// One entry of `metadata.ownerReferences`.
