@@ -6,7 +6,7 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::{header, Method};
 use kubesim_core::patch::PatchType;
-use kubesim_core::table::{self, IncludeObject, TableOptions};
+use kubesim_core::table::{self, TableOptions};
 use kubesim_core::{schema, ApiError, ResourceInfo};
 use serde_json::{json, Value};
 
@@ -451,6 +451,5 @@ fn render_one(
             value_response(code, &t)
         }
     };
-    let _ = IncludeObject::None;
     Ok(with_warnings(resp, warnings))
 }

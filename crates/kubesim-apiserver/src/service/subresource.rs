@@ -121,7 +121,6 @@ impl Server {
     ) -> Result<Value, ApiError> {
         let (spec_p, _, _) = scale_paths(resource);
         let mgr = manager(opts, caller);
-        let mut precondition = false;
         let r = self
             .update_with(
                 resource,
@@ -137,7 +136,6 @@ impl Server {
                         ScaleChange::Replace(body) => {
                             let rv = meta::resource_version(body);
                             if !rv.is_empty() && rv != meta::resource_version(cur) {
-                                precondition = true;
                                 return Err(ApiError::stale(
                                     &resource.plural,
                                     &resource.group,
@@ -174,7 +172,6 @@ impl Server {
                 },
             )
             .await;
-        let _ = precondition;
         let WriteResult { obj, .. } = r?;
         Ok(self.scale_of(resource, &obj))
     }

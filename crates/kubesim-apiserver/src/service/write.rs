@@ -188,9 +188,14 @@ impl Server {
         };
         let obj = super::decode(&rec)?;
         if meta::is_deleting(&obj) {
-            return Err(ApiError::forbidden("", "", "", "").tap_message(format!(
-                "unable to create new content in namespace {ns} because it is being terminated"
-            )));
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
+            )
+            .with_details(ns, "", "namespaces"));
         }
         Ok(())
     }
@@ -820,15 +825,4 @@ fn namespace_finalizers_pending(resource: &ResourceInfo, obj: &Value) -> bool {
             .and_then(|s| s.get("finalizers"))
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty())
-}
-
-trait TapMessage {
-    fn tap_message(self, m: String) -> Self;
-}
-
-impl TapMessage for ApiError {
-    fn tap_message(mut self, m: String) -> Self {
-        self.message = m;
-        self
-    }
 }
