@@ -22,6 +22,9 @@ use crate::service::subresource::ScaleChange;
 use crate::service::{Caller, WatchRequest};
 
 pub(crate) async fn dispatch(app: Arc<App>, req: Request) -> Response {
+    if !super::authorized(&app, &req) {
+        return super::unauthorized_response();
+    }
     let started = app.server.clock.instant();
     let path = req.uri().path().to_string();
     let route = route::parse(&path);

@@ -29,6 +29,55 @@ pub struct App {
     pub metrics: metrics::Metrics,
     /// host:port clients reach us at, for `/api`'s serverAddressByClientCIDRs.
     pub address: String,
+    /// When set, every request but the health and version probes must carry
+    /// `Authorization: Bearer <token>`.
+    pub token: Option<String>,
+}
+
+/// Paths load balancers and probes reach without credentials, as on a real
+/// cluster where anonymous access to them is allowed.
+const PUBLIC_PATHS: [&str; 4] = ["/healthz", "/livez", "/readyz", "/version"];
+
+/// Whether the request may proceed under the configured token.
+pub(crate) fn authorized(app: &App, req: &Request) -> bool {
+    let Some(token) = &app.token else {
+        return true;
+    };
+    let path = req.uri().path();
+    if PUBLIC_PATHS
+        .iter()
+        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
+    {
+        return true;
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    // Compare without an early exit so timing does not leak the prefix.
+    given.len() == token.len()
+        && given
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+pub(crate) fn unauthorized_response() -> Response {
+    value_response(
+        401,
+        &serde_json::json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "Unauthorized",
+            "reason": "Unauthorized",
+            "code": 401,
+        }),
+    )
 }
 
 /// The router: every path goes through one handler that parses it, because

@@ -25,6 +25,10 @@ pub struct UpArgs {
     /// Seed of the random generator (names, uids).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Serve HTTPS with a generated CA and server certificate, and require
+    /// the generated bearer token (both kept in `<data-dir>/pki/`).
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
@@ -97,8 +101,23 @@ fn resource_for_key(
 }
 
 pub fn kubeconfig(server_url: &str) -> String {
+    kubeconfig_with(server_url, "", "{}")
+}
+
+/// A kubeconfig for the HTTPS server: trusts `ca_pem` and sends `token`.
+pub fn tls_kubeconfig(server_url: &str, ca_pem: &str, token: &str) -> String {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    kubeconfig_with(
+        server_url,
+        &format!("\n    certificate-authority-data: {ca}"),
+        &format!("\n    token: {token}"),
+    )
+}
+
+fn kubeconfig_with(server_url: &str, cluster_extra: &str, user: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {server_url}\ncontexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: default\ncurrent-context: kubesim\nusers:\n- name: kubesim\n  user: {{}}\npreferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {server_url}{cluster_extra}\ncontexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: default\ncurrent-context: kubesim\nusers:\n- name: kubesim\n  user: {user}\npreferences: {{}}\n"
     )
 }
 
@@ -132,10 +151,32 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
         server.registry.clone(),
         server.clock.clone(),
     ));
-    let url = format!("http://{addr}");
     std::fs::create_dir_all(&args.data_dir)?;
+    let pki = if args.tls {
+        Some(super::pki::load_or_create(
+            &args.data_dir.join("pki"),
+            addr.ip(),
+        )?)
+    } else {
+        None
+    };
+    let (url, kc_text) = match &pki {
+        Some(p) => {
+            let url = format!("https://{addr}");
+            let kc = tls_kubeconfig(&url, &p.ca_pem, &p.token);
+            (url, kc)
+        }
+        None => {
+            let url = format!("http://{addr}");
+            let kc = kubeconfig(&url);
+            (url, kc)
+        }
+    };
     let kc = args.data_dir.join("kubeconfig");
-    std::fs::write(&kc, kubeconfig(&url))
+    // Written aside and renamed so a reader never sees half a file.
+    let tmp = args.data_dir.join("kubeconfig.tmp");
+    std::fs::write(&tmp, kc_text)
+        .and_then(|()| std::fs::rename(&tmp, &kc))
         .with_context(|| format!("cannot write {}", kc.display()))?;
     let kc_abs = std::fs::canonicalize(&kc).unwrap_or(kc);
     tracing::info!(%url, "kubesim is serving the Kubernetes API");
@@ -144,13 +185,83 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
         server,
         metrics: Metrics::default(),
         address: addr.to_string(),
+        token: pki.as_ref().map(|p| p.token.clone()),
     });
-    axum::serve(listener, router(app))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-            tracing::info!("shutting down");
-        })
-        .await?;
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down");
+    };
+    match pki {
+        Some(p) => serve_tls(listener, router(app), &p, shutdown).await?,
+        None => {
+            axum::serve(listener, router(app))
+                .with_graceful_shutdown(shutdown)
+                .await?
+        }
+    }
     store.close();
     Ok(())
+}
+
+/// Serves `app` over TLS until `shutdown` completes. HTTP/2 is offered via
+/// ALPN because kubectl prefers it; HTTP/1.1 stays available.
+async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    pki: &super::pki::Pki,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let certs = CertificateDer::pem_slice_iter(pki.cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .context("cannot parse pki/server.crt")?;
+    let key = PrivateKeyDer::from_pem_slice(pki.key_pem.as_bytes())
+        .context("cannot parse pki/server.key")?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .context("bad server certificate or key")?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            _ = &mut shutdown => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors and the like: keep serving.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        tokio::spawn(async move {
+            let tls = match acceptor.accept(tcp).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+            };
+            let service = hyper_util::service::TowerToHyperService::new(app);
+            let builder =
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            if let Err(e) = builder
+                .serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(tls), service)
+                .await
+            {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
 }

@@ -1,0 +1,119 @@
+//! `kubesim up --tls`: real kubectl over HTTPS with the generated CA and
+//! bearer token, and a refusal for a wrong token.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `kubesim up --tls --ephemeral`, killed and cleaned up on drop. The
+/// shared harness speaks plain HTTP only, hence this small launcher.
+struct TlsServer {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--request-timeout", "10s"])
+        .args(args)
+        .output()
+        .expect("run kubectl")
+}
+
+fn start(name: &str) -> TlsServer {
+    let dir = std::env::temp_dir().join(format!("kubesim-tls-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = std::fs::File::create(dir.join("server.log")).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_kubesim"))
+        .args(["up", "--tls", "--ephemeral", "--listen"])
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--data-dir")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("run kubesim");
+    let mut server = TlsServer { child, dir };
+    let kc = server.dir.join("kubeconfig");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            let log = std::fs::read_to_string(server.dir.join("server.log")).unwrap_or_default();
+            panic!("kubesim exited with {status}:\n{log}");
+        }
+        if kc.exists() && kubectl(&kc, &["get", "--raw", "/readyz"]).status.success() {
+            return server;
+        }
+        assert!(Instant::now() < deadline, "kubesim --tls not ready in time");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn kubectl_over_tls_with_token() {
+    let server = start("ok");
+    let kc = server.dir.join("kubeconfig");
+    let text = std::fs::read_to_string(&kc).unwrap();
+    assert!(text.contains("server: https://127.0.0.1:"), "{text}");
+    assert!(text.contains("certificate-authority-data:"), "{text}");
+    for f in ["ca.crt", "ca.key", "server.crt", "server.key", "token"] {
+        assert!(server.dir.join("pki").join(f).exists(), "pki/{f} missing");
+    }
+
+    let out = kubectl(&kc, &["get", "namespaces", "-o", "name"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "kubectl failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.lines().any(|l| l == "namespace/default"), "{stdout}");
+}
+
+#[test]
+fn wrong_token_is_unauthorized() {
+    let server = start("bad");
+    let kc = server.dir.join("kubeconfig");
+    let token = std::fs::read_to_string(server.dir.join("pki").join("token")).unwrap();
+    let text = std::fs::read_to_string(&kc).unwrap();
+    assert!(text.contains(token.trim()), "kubeconfig lacks the token");
+    let bad = server.dir.join("kubeconfig-bad");
+    std::fs::write(&bad, text.replace(token.trim(), "not-the-token")).unwrap();
+
+    let out = kubectl(&bad, &["get", "namespaces"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a wrong token was accepted");
+    assert!(
+        stderr.contains("Unauthorized") || stderr.contains("provide credentials"),
+        "{stderr}"
+    );
+
+    // The probes stay open without credentials.
+    let out = kubectl(&bad, &["get", "--raw", "/readyz"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
