@@ -5,6 +5,7 @@
 
 pub mod gc;
 pub mod namespace;
+pub mod serviceaccount;
 
 use std::sync::Arc;
 
@@ -12,13 +13,15 @@ use kubesim_core::{meta, ApiError, Registry, ResourceInfo};
 use kubesim_runtime::{Api, Clock, ResourceRef, WriteOptions};
 use serde_json::Value;
 
-/// Runs every controller until the returned future is dropped.
-pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock) {
+/// Runs every controller until the returned future is dropped. `root_ca`
+/// is the cluster CA (PEM) published into every namespace, if there is one.
+pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_ca: Option<String>) {
     let ns = namespace::NamespaceController::new(api.clone(), registry.clone(), clock.clone());
+    let defaults = serviceaccount::NamespaceDefaults::new(api.clone(), clock.clone(), root_ca);
     let gc = gc::GarbageCollector::new(api, registry, clock);
     // Joined rather than spawned so that dropping (or aborting) this future
-    // stops both loops together.
-    tokio::join!(ns.run(), gc.run());
+    // stops every loop together.
+    tokio::join!(ns.run(), defaults.run(), gc.run());
 }
 
 pub(crate) fn resource_ref(r: &ResourceInfo) -> ResourceRef {

@@ -37,6 +37,7 @@ async fn start() -> Env {
         api.clone(),
         registry,
         clock.clone(),
+        Some("test-ca".into()),
     ));
     Env {
         api,
@@ -221,4 +222,33 @@ async fn orphan_deletion_keeps_dependents() {
     // Still there after further passes.
     env.clock.sleep(Duration::from_millis(1500)).await;
     assert!(get(&env, &cm(), "default", &dep).await.is_some());
+}
+
+#[tokio::test]
+async fn namespaces_get_their_default_service_account_and_root_ca() {
+    let env = start().await;
+    let nsr = ResourceRef::core("namespaces");
+    create(
+        &env,
+        &nsr,
+        "",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}}),
+    )
+    .await;
+    let sa = ResourceRef::core("serviceaccounts");
+    eventually(&env, "default service account", || async {
+        get(&env, &sa, "fresh", "default").await.is_some()
+    })
+    .await;
+    eventually(&env, "root CA config map", || async {
+        get(&env, &cm(), "fresh", "kube-root-ca.crt")
+            .await
+            .is_some_and(|c| c["data"]["ca.crt"] == "test-ca")
+    })
+    .await;
+    // The system namespaces made before the controllers started get them too.
+    eventually(&env, "default service account in kube-system", || async {
+        get(&env, &sa, "kube-system", "default").await.is_some()
+    })
+    .await;
 }

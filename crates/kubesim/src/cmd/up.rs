@@ -141,16 +141,6 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
         .bootstrap()
         .await
         .map_err(|e| anyhow::anyhow!("bootstrap failed: {}", e.message))?;
-    // The kube-controller-manager loops the API's semantics rely on
-    // (namespace deletion, garbage collection), in process.
-    tokio::spawn(kubesim_controllers::run_all(
-        Arc::new(kubesim_apiserver::inprocess::InProcess::new(
-            server.clone(),
-            "kube-controller-manager",
-        )),
-        server.registry.clone(),
-        server.clock.clone(),
-    ));
     std::fs::create_dir_all(&args.data_dir)?;
     let pki = if args.tls {
         Some(super::pki::load_or_create(
@@ -160,6 +150,17 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    // The kube-controller-manager loops the API's semantics rely on
+    // (namespace deletion, garbage collection), in process.
+    tokio::spawn(kubesim_controllers::run_all(
+        Arc::new(kubesim_apiserver::inprocess::InProcess::new(
+            server.clone(),
+            "kube-controller-manager",
+        )),
+        server.registry.clone(),
+        server.clock.clone(),
+        pki.as_ref().map(|p| p.ca_pem.clone()),
+    ));
     let (url, kc_text) = match &pki {
         Some(p) => {
             let url = format!("https://{addr}");
