@@ -286,15 +286,8 @@ impl GarbageCollector {
         if blocked {
             return Ok(());
         }
-        edit(
-            self.api.as_ref(),
-            &resource_ref(&owner.resource),
-            &owner.namespace,
-            &owner.name,
-            uid,
-            &|obj| drop_finalizer(obj, FOREGROUND),
-        )
-        .await
+        self.edit_node(owner, uid, &|obj| drop_finalizer(obj, FOREGROUND))
+            .await
     }
 
     /// Orphaning: strip the owner's references from its dependents, then
@@ -305,23 +298,27 @@ impl GarbageCollector {
                 continue;
             };
             let owner_uid = uid.to_string();
-            edit(
-                self.api.as_ref(),
-                &resource_ref(&dep.resource),
-                &dep.namespace,
-                &dep.name,
-                dep_uid,
-                &move |obj| remove_owner(obj, &owner_uid),
-            )
-            .await?;
+            self.edit_node(dep, dep_uid, &move |obj| remove_owner(obj, &owner_uid))
+                .await?;
         }
+        self.edit_node(owner, uid, &|obj| drop_finalizer(obj, ORPHAN))
+            .await
+    }
+
+    /// Edits the object behind `node` (see [`edit`]).
+    async fn edit_node(
+        &self,
+        node: &Node,
+        uid: &str,
+        change: &(dyn Fn(&mut Value) -> bool + Send + Sync),
+    ) -> Result<(), ApiError> {
         edit(
             self.api.as_ref(),
-            &resource_ref(&owner.resource),
-            &owner.namespace,
-            &owner.name,
+            &resource_ref(&node.resource),
+            &node.namespace,
+            &node.name,
             uid,
-            &|obj| drop_finalizer(obj, ORPHAN),
+            change,
         )
         .await
     }

@@ -6,7 +6,7 @@ use kubesim_runtime::{DeleteOptions, ListOptions};
 use kubesim_store::WriteOp;
 use serde_json::{json, Value};
 
-use super::{encode, object_key, store_error, Server};
+use super::{store_error, Server};
 
 pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
@@ -215,36 +215,15 @@ impl Server {
                     code: 200,
                 });
             }
-            let mut fin = cur.clone();
-            let mut raced = false;
-            let committed = self
-                .store
-                .write(
-                    &resource.storage_key(),
-                    &object_key(resource, ns, name),
-                    &mut |c, rev| {
-                        if c.map(|c| c.rev) != Some(rec.rev) {
-                            raced = true;
-                            return WriteOp::Abort;
-                        }
-                        meta::metadata_mut(&mut fin)
-                            .insert("resourceVersion".into(), Value::String(rev.to_string()));
-                        WriteOp::Delete {
-                            bytes: encode(&fin),
-                        }
-                    },
-                )
-                .map_err(store_error)?;
-            if raced {
+            let Some((_, rev)) =
+                self.commit_if_unchanged(resource, ns, name, &rec, cur.clone(), true)?
+            else {
                 continue;
-            }
-            self.store
-                .wait_durable(committed.rev)
-                .await
-                .map_err(store_error)?;
+            };
+            self.store.wait_durable(rev).await.map_err(store_error)?;
             self.after_delete(resource, &cur);
             return Ok(DeleteResult {
-                body: self.deleted_body(resource, &cur, committed.rev),
+                body: self.deleted_body(resource, &cur, rev),
                 code: 200,
             });
         }

@@ -758,12 +758,27 @@ impl Server {
         ns: &str,
         name: &str,
         expected: &Arc<Record>,
-        mut new: Value,
+        new: Value,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
         let remove = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
             && grace_elapsed(&new)
             && !namespace_finalizers_pending(resource, &new);
+        self.commit_if_unchanged(resource, ns, name, expected, new, remove)
+    }
+
+    /// Stores `new` (or, with `remove`, deletes the object leaving `new` as
+    /// its final state) if the object is still at `expected`'s revision;
+    /// `new` is stamped with the write's revision. None on a lost race.
+    pub(crate) fn commit_if_unchanged(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        expected: &Arc<Record>,
+        mut new: Value,
+        remove: bool,
+    ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
         let attrs = if remove {
             None
         } else {

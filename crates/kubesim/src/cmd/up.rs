@@ -182,6 +182,7 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
     let kc_abs = std::fs::canonicalize(&kc).unwrap_or(kc);
     tracing::info!(%url, "kubesim is serving the Kubernetes API");
     println!("export KUBECONFIG={}", kc_abs.display());
+    let clock = server.clock.clone();
     let app = Arc::new(App {
         server,
         metrics: Metrics::default(),
@@ -193,7 +194,7 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
         tracing::info!("shutting down");
     };
     match pki {
-        Some(p) => serve_tls(listener, router(app), &p, shutdown).await?,
+        Some(p) => serve_tls(listener, router(app), &p, &clock, shutdown).await?,
         None => {
             axum::serve(listener, router(app))
                 .with_graceful_shutdown(shutdown)
@@ -210,6 +211,7 @@ async fn serve_tls(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     pki: &super::pki::Pki,
+    clock: &Clock,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
     use rustls::pki_types::pem::PemObject;
@@ -239,7 +241,7 @@ async fn serve_tls(
                 Err(e) => {
                     // Out of descriptors and the like: keep serving.
                     tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    clock.sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
             },
