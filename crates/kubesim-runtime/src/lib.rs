@@ -1,12 +1,19 @@
 //! What every kubesim control loop needs: the [`Clock`], the seeded
-//! [`Rng`], and the [`Api`] through which components reach objects.
+//! [`Rng`], the [`Api`] through which components reach objects, shared
+//! [`Informer`]s, [`WorkQueue`]s and the [`EventRecorder`].
 
 pub mod api;
 pub mod clock;
+pub mod events;
+pub mod informer;
 pub mod rng;
+pub mod workqueue;
 
 pub use api::{
     Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
 };
 pub use clock::Clock;
+pub use events::{EventRecorder, EventType};
+pub use informer::{Cache, Change, Informer, Informers, ObjectKey};
 pub use rng::Rng;
+pub use workqueue::{run_workers, Requeue, WorkQueue};

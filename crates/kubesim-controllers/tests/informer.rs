@@ -1,0 +1,184 @@
+//! Informers and the event recorder against a real (in-memory) API server,
+//! in simulated time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kubesim_apiserver::inprocess::InProcess;
+use kubesim_apiserver::Server;
+use kubesim_core::meta;
+use kubesim_runtime::{
+    Api, Change, Clock, DeleteOptions, EventRecorder, EventType, Informers, ListOptions,
+    ResourceRef, Rng, WriteOptions,
+};
+use kubesim_store::{MemStore, Store};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+async fn api() -> (Arc<dyn Api>, Clock) {
+    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
+    let clock = Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap());
+    let server = Server::new(store, clock.clone(), Rng::seeded(1));
+    server.bootstrap().await.expect("bootstrap");
+    (Arc::new(InProcess::new(server, "test")), clock)
+}
+
+fn cm(name: &str, v: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": v}})
+}
+
+fn describe(c: &Change) -> String {
+    let o = c.object();
+    let v = o.pointer("/data/v").and_then(Value::as_str).unwrap_or("");
+    match c {
+        Change::Added(_) => format!("added {} {v}", meta::name(o)),
+        Change::Modified { old, .. } => format!(
+            "modified {} {}->{v}",
+            meta::name(o),
+            old.pointer("/data/v").and_then(Value::as_str).unwrap_or("")
+        ),
+        Change::Deleted(_) => format!("deleted {}", meta::name(o)),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn informer_lists_then_follows_changes() {
+    let (api, clock) = api().await;
+    let r = ResourceRef::core("configmaps");
+    let w = WriteOptions::default();
+    for i in 0..3 {
+        api.create(&r, "default", cm(&format!("c{i}"), "1"), &w)
+            .await
+            .unwrap();
+    }
+    let informers = Informers::new(api.clone(), clock.clone());
+    let inf = informers.get(&r);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    inf.on_change(move |c| {
+        if meta::namespace(c.object()) == "default" {
+            s.lock().push(describe(c))
+        }
+    });
+    let running = tokio::spawn({
+        let informers = informers.clone();
+        async move { informers.run().await }
+    });
+    informers.wait_synced().await;
+    assert_eq!(inf.cache().list_namespace("default").len(), 3);
+
+    let mut c1 = api.get(&r, "default", "c1").await.unwrap();
+    c1["data"]["v"] = json!("2");
+    api.update(&r, "default", c1, None, &w).await.unwrap();
+    api.delete(&r, "default", "c2", &DeleteOptions::default())
+        .await
+        .unwrap();
+    api.create(&r, "default", cm("c3", "1"), &w).await.unwrap();
+    clock.sleep(Duration::from_millis(100)).await;
+
+    assert_eq!(
+        *seen.lock(),
+        vec![
+            "added c0 1",
+            "added c1 1",
+            "added c2 1",
+            "modified c1 1->2",
+            "deleted c2",
+            "added c3 1"
+        ]
+    );
+    let names: Vec<String> = inf
+        .cache()
+        .list_namespace("default")
+        .iter()
+        .map(|o| meta::name(o).to_string())
+        .collect();
+    assert_eq!(names, ["c0", "c1", "c3"]);
+    // A handler registered late is told of what is already there.
+    let late = Arc::new(Mutex::new(0));
+    let l = late.clone();
+    inf.on_change(move |c| {
+        if meta::namespace(c.object()) == "default" {
+            *l.lock() += 1
+        }
+    });
+    assert_eq!(*late.lock(), 3);
+    running.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn recorder_aggregates_repeated_events() {
+    let (api, clock) = api().await;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "uid": "u1"}});
+    let (rec, writer) = EventRecorder::new(api.clone(), clock.clone(), "default-scheduler");
+    let writer = tokio::spawn(writer);
+    rec.record(
+        &pod,
+        EventType::Warning,
+        "FailedScheduling",
+        "0/1 nodes are available",
+    );
+    clock.sleep(Duration::from_secs(5)).await;
+    rec.record(
+        &pod,
+        EventType::Warning,
+        "FailedScheduling",
+        "0/1 nodes are available",
+    );
+    rec.record(
+        &pod,
+        EventType::Normal,
+        "Scheduled",
+        "Successfully assigned default/p to n1",
+    );
+    clock.sleep(Duration::from_millis(100)).await;
+    let list = api
+        .list(
+            &ResourceRef::core("events"),
+            "default",
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap();
+    let mut got: Vec<(String, i64, String, String)> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["reason"].as_str().unwrap().to_string(),
+                e["count"].as_i64().unwrap(),
+                e["involvedObject"]["name"].as_str().unwrap().to_string(),
+                e["source"]["component"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "FailedScheduling".into(),
+                2,
+                "p".into(),
+                "default-scheduler".into()
+            ),
+            (
+                "Scheduled".into(),
+                1,
+                "p".into(),
+                "default-scheduler".into()
+            ),
+        ]
+    );
+    let failed = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .unwrap();
+    assert_eq!(failed["firstTimestamp"], "2026-01-01T00:00:00Z");
+    assert_eq!(failed["lastTimestamp"], "2026-01-01T00:00:05Z");
+    writer.abort();
+}

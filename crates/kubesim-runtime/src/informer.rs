@@ -1,0 +1,410 @@
+//! Informers: a local cache of one resource kept current by list-then-watch,
+//! with handlers told of every change. Control loops read the cache instead
+//! of the API and react to handler calls instead of polling, as upstream's
+//! shared informers let them.
+//!
+//! One informer per resource is shared by every loop in a process
+//! ([`Informers`]), so N controllers watching pods cost one watch and one
+//! copy of each pod.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kubesim_core::meta;
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::{Api, Clock, ListOptions, ResourceRef, WatchEvent};
+
+/// `namespace/name` (namespace empty for cluster-scoped objects), ordered so
+/// that iteration over a cache is deterministic.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: &str, name: &str) -> Self {
+        ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+    pub fn of(obj: &Value) -> Self {
+        Self::new(meta::namespace(obj), meta::name(obj))
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+/// A change seen by an informer. `Deleted` carries the last known state.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Added(Arc<Value>),
+    Modified { old: Arc<Value>, new: Arc<Value> },
+    Deleted(Arc<Value>),
+}
+
+impl Change {
+    /// The object as it is now (or was last, when deleted).
+    pub fn object(&self) -> &Arc<Value> {
+        match self {
+            Change::Added(o) | Change::Deleted(o) => o,
+            Change::Modified { new, .. } => new,
+        }
+    }
+}
+
+pub type Handler = Arc<dyn Fn(&Change) + Send + Sync>;
+
+/// The cached objects of one resource.
+#[derive(Default)]
+pub struct Cache {
+    objects: RwLock<BTreeMap<ObjectKey, Arc<Value>>>,
+}
+
+impl Cache {
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.objects
+            .read()
+            .get(&ObjectKey::new(namespace, name))
+            .cloned()
+    }
+
+    /// Every object, in key order.
+    pub fn list(&self) -> Vec<Arc<Value>> {
+        self.objects.read().values().cloned().collect()
+    }
+
+    /// The objects of one namespace, in name order.
+    pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<Value>> {
+        let from = ObjectKey::new(namespace, "");
+        self.objects
+            .read()
+            .range(from..)
+            .take_while(|(k, _)| k.namespace == namespace)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    pub fn keys(&self) -> Vec<ObjectKey> {
+        self.objects.read().keys().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Delay before listing again after the API failed.
+const RETRY: Duration = Duration::from_secs(1);
+/// Page size of the initial list.
+const PAGE: i64 = 500;
+
+pub struct Informer {
+    api: Arc<dyn Api>,
+    resource: ResourceRef,
+    namespace: String,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    clock: Clock,
+    cache: Arc<Cache>,
+    handlers: Mutex<Vec<Handler>>,
+    synced: watch::Sender<bool>,
+}
+
+impl Informer {
+    /// An informer on every object of `resource` (all namespaces).
+    pub fn new(api: Arc<dyn Api>, resource: ResourceRef, clock: Clock) -> Arc<Self> {
+        Self::filtered(api, resource, "", None, None, clock)
+    }
+
+    /// An informer restricted to a namespace and/or selectors.
+    pub fn filtered(
+        api: Arc<dyn Api>,
+        resource: ResourceRef,
+        namespace: &str,
+        label_selector: Option<String>,
+        field_selector: Option<String>,
+        clock: Clock,
+    ) -> Arc<Self> {
+        Arc::new(Informer {
+            api,
+            resource,
+            namespace: namespace.into(),
+            label_selector,
+            field_selector,
+            clock,
+            cache: Arc::default(),
+            handlers: Mutex::new(Vec::new()),
+            synced: watch::channel(false).0,
+        })
+    }
+
+    pub fn resource(&self) -> &ResourceRef {
+        &self.resource
+    }
+
+    pub fn cache(&self) -> Arc<Cache> {
+        self.cache.clone()
+    }
+
+    /// Registers `handler`. Objects already cached are replayed to it as
+    /// `Added`, so a handler added late misses nothing.
+    pub fn on_change(&self, handler: impl Fn(&Change) + Send + Sync + 'static) {
+        let handler: Handler = Arc::new(handler);
+        // Holding the handler lock while replaying keeps a concurrent change
+        // from reaching the handler before the replay of older state.
+        let mut handlers = self.handlers.lock();
+        for obj in self.cache.list() {
+            handler(&Change::Added(obj));
+        }
+        handlers.push(handler);
+    }
+
+    pub fn has_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Waits until the first list has filled the cache.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    fn emit(&self, change: Change) {
+        let handlers = self.handlers.lock();
+        for h in handlers.iter() {
+            h(&change);
+        }
+    }
+
+    fn options(&self) -> ListOptions {
+        ListOptions {
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// Lists every page at one snapshot; returns the objects and the
+    /// snapshot's resourceVersion.
+    async fn list_all(&self) -> Result<(Vec<Value>, String), kubesim_core::ApiError> {
+        let mut opts = self.options();
+        opts.limit = Some(PAGE);
+        let mut out = Vec::new();
+        loop {
+            let list = self
+                .api
+                .list(&self.resource, &self.namespace, &opts)
+                .await?;
+            let rv = meta::resource_version(&list).to_string();
+            let next = list
+                .pointer("/metadata/continue")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if let Value::Object(mut m) = list {
+                if let Some(Value::Array(items)) = m.remove("items") {
+                    out.extend(items);
+                }
+            }
+            if next.is_empty() {
+                return Ok((out, rv));
+            }
+            opts.continue_token = Some(next);
+        }
+    }
+
+    /// Makes the cache equal to `objects`, telling handlers what changed.
+    /// Readers see the old or the new cache, never a partial one.
+    fn replace(&self, objects: Vec<Value>) {
+        let fresh: BTreeMap<ObjectKey, Arc<Value>> = objects
+            .into_iter()
+            .map(|o| (ObjectKey::of(&o), Arc::new(o)))
+            .collect();
+        let old = std::mem::replace(&mut *self.cache.objects.write(), fresh.clone());
+        let mut changes = Vec::new();
+        for (k, prev) in &old {
+            match fresh.get(k) {
+                Some(new) if meta::resource_version(new) != meta::resource_version(prev) => changes
+                    .push(Change::Modified {
+                        old: prev.clone(),
+                        new: new.clone(),
+                    }),
+                Some(_) => {}
+                None => changes.push(Change::Deleted(prev.clone())),
+            }
+        }
+        for (k, new) in fresh {
+            if !old.contains_key(&k) {
+                changes.push(Change::Added(new));
+            }
+        }
+        for c in changes {
+            self.emit(c);
+        }
+    }
+
+    fn apply(&self, event: WatchEvent) -> Option<Change> {
+        match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                let key = ObjectKey::of(&o);
+                let new = Arc::new(o);
+                let prev = self.cache.objects.write().insert(key, new.clone());
+                Some(match prev {
+                    Some(old) => Change::Modified { old, new },
+                    None => Change::Added(new),
+                })
+            }
+            WatchEvent::Deleted(o) => {
+                let key = ObjectKey::of(&o);
+                let prev = self.cache.objects.write().remove(&key);
+                Some(Change::Deleted(prev.unwrap_or_else(|| Arc::new(o))))
+            }
+            WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
+        }
+    }
+
+    /// Keeps the cache current forever: list, then watch from the list's
+    /// resourceVersion; a watch that ends is resumed where it stopped, one
+    /// that expired (410) or failed starts over with a list.
+    pub async fn run(self: Arc<Self>) {
+        loop {
+            let (objects, mut rv) = match self.list_all().await {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(resource = %self.resource.plural, error = %e.message, "informer list failed");
+                    self.clock.sleep(RETRY).await;
+                    continue;
+                }
+            };
+            self.replace(objects);
+            self.synced.send_replace(true);
+            // Watch until it must relist.
+            loop {
+                let mut opts = self.options();
+                opts.resource_version = Some(rv.clone());
+                opts.allow_bookmarks = true;
+                let mut stream = match self.api.watch(&self.resource, &self.namespace, &opts).await
+                {
+                    Ok(s) => s,
+                    Err(e) => {
+                        if e.code != 410 {
+                            tracing::warn!(resource = %self.resource.plural, error = %e.message, "informer watch failed");
+                            self.clock.sleep(RETRY).await;
+                        }
+                        break;
+                    }
+                };
+                let mut relist = false;
+                while let Some(ev) = stream.next().await {
+                    match &ev {
+                        WatchEvent::Bookmark(v) => rv = v.clone(),
+                        WatchEvent::Error(e) => {
+                            if e.code != 410 {
+                                tracing::warn!(resource = %self.resource.plural, error = %e.message, "informer watch error");
+                            }
+                            relist = true;
+                            break;
+                        }
+                        WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
+                            rv = meta::resource_version(o).to_string();
+                        }
+                    }
+                    if let Some(change) = self.apply(ev) {
+                        self.emit(change);
+                    }
+                }
+                if relist {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The shared informers of one process, one per resource (and filter).
+pub struct Informers {
+    api: Arc<dyn Api>,
+    clock: Clock,
+    started: Mutex<BTreeMap<ResourceRef, Arc<Informer>>>,
+    spawner: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Arc<Informer>>>>,
+    pending: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Arc<Informer>>>>,
+}
+
+impl Informers {
+    pub fn new(api: Arc<dyn Api>, clock: Clock) -> Arc<Self> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        Arc::new(Informers {
+            api,
+            clock,
+            started: Mutex::new(BTreeMap::new()),
+            spawner: Mutex::new(Some(tx)),
+            pending: Mutex::new(Some(rx)),
+        })
+    }
+
+    pub fn api(&self) -> Arc<dyn Api> {
+        self.api.clone()
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.clock.clone()
+    }
+
+    /// The informer on every object of `resource`, created on first use;
+    /// it runs once [`run`](Self::run) is being polled.
+    pub fn get(&self, resource: &ResourceRef) -> Arc<Informer> {
+        let mut started = self.started.lock();
+        if let Some(i) = started.get(resource) {
+            return i.clone();
+        }
+        let i = Informer::new(self.api.clone(), resource.clone(), self.clock.clone());
+        started.insert(resource.clone(), i.clone());
+        if let Some(tx) = self.spawner.lock().as_ref() {
+            let _ = tx.send(i.clone());
+        }
+        i
+    }
+
+    /// Waits until every informer requested so far has synced.
+    pub async fn wait_synced(&self) {
+        let all: Vec<Arc<Informer>> = self.started.lock().values().cloned().collect();
+        for i in all {
+            i.wait_synced().await;
+        }
+    }
+
+    /// Runs every informer, including those requested later, until dropped.
+    /// Call once.
+    pub async fn run(&self) {
+        let Some(mut rx) = self.pending.lock().take() else {
+            return;
+        };
+        let mut running = futures::stream::FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                Some(i) = rx.recv() => running.push(i.run()),
+                Some(()) = running.next(), if !running.is_empty() => {}
+                else => return,
+            }
+        }
+    }
+}
