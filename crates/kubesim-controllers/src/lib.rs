@@ -5,23 +5,46 @@
 
 pub mod gc;
 pub mod namespace;
+pub mod pods;
 pub mod serviceaccount;
 
 use std::sync::Arc;
 
 use kubesim_core::{meta, ApiError, Registry, ResourceInfo};
-use kubesim_runtime::{Api, Clock, ResourceRef, WriteOptions};
+use kubesim_runtime::{Api, Clock, EventRecorder, Informers, ResourceRef, WriteOptions};
 use serde_json::Value;
+
+/// What every controller shares: the Api, one set of informers (so each
+/// resource is watched once per process), the registry, the clock and the
+/// event recorder.
+pub struct Context {
+    pub api: Arc<dyn Api>,
+    pub informers: Arc<Informers>,
+    pub registry: Registry,
+    pub clock: Clock,
+    pub recorder: EventRecorder,
+}
 
 /// Runs every controller until the returned future is dropped. `root_ca`
 /// is the cluster CA (PEM) published into every namespace, if there is one.
 pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_ca: Option<String>) {
+    let informers = Informers::new(api.clone(), clock.clone());
+    let (recorder, events) =
+        EventRecorder::new(api.clone(), clock.clone(), "kube-controller-manager");
+    let ctx = Arc::new(Context {
+        api: api.clone(),
+        informers: informers.clone(),
+        registry: registry.clone(),
+        clock: clock.clone(),
+        recorder,
+    });
     let ns = namespace::NamespaceController::new(api.clone(), registry.clone(), clock.clone());
     let defaults = serviceaccount::NamespaceDefaults::new(api.clone(), clock.clone(), root_ca);
     let gc = gc::GarbageCollector::new(api, registry, clock);
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together.
-    tokio::join!(ns.run(), defaults.run(), gc.run());
+    let _ = &ctx;
+    tokio::join!(informers.run(), events, ns.run(), defaults.run(), gc.run());
 }
 
 pub(crate) fn resource_ref(r: &ResourceInfo) -> ResourceRef {

@@ -1,0 +1,273 @@
+//! The shapes of the scheduling framework: what a plugin sees (a pod, the
+//! nodes of a cluster snapshot) and what it answers (a [`Status`] or a
+//! score). The structure follows kube-scheduler's framework: PreFilter and
+//! Filter decide feasibility, PreScore/Score/NormalizeScore rank feasible
+//! nodes, PostFilter (preemption) runs when no node fits.
+//!
+//! One [`Plugin`] trait with default methods is the extension point: a
+//! plugin implements the extension points it takes part in and declares
+//! them in [`Plugin::points`].
+
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use kubesim_runtime::ObjectKey;
+use serde_json::Value;
+
+/// Highest score a plugin gives a node (upstream `MaxNodeScore`).
+pub const MAX_NODE_SCORE: i64 = 100;
+
+/// Amounts of schedulable resources. CPU in millicores, memory and storage
+/// in bytes; extended resources (e.g. `nvidia.com/gpu`) by name in their
+/// own integer units.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resources {
+    pub milli_cpu: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    pub pods: i64,
+    pub scalar: BTreeMap<String, i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    /// NoSchedule, PreferNoSchedule or NoExecute.
+    pub effect: String,
+}
+
+/// A host port in use on a node: (protocol, hostIP, port).
+pub type HostPort = (String, String, i32);
+
+/// A pod as the scheduler sees it: the object plus what is computed once.
+#[derive(Debug)]
+pub struct PodInfo {
+    pub pod: Arc<Value>,
+    pub key: ObjectKey,
+    pub uid: String,
+    pub labels: BTreeMap<String, String>,
+    pub priority: i32,
+    /// Effective requests: max(sum of containers, largest init container)
+    /// plus pod overhead.
+    pub requests: Resources,
+    /// As `requests`, but containers without cpu/memory requests count as
+    /// 100m / 200Mi, as upstream's scoring does.
+    pub non_zero_requests: Resources,
+    pub host_ports: Vec<HostPort>,
+    /// `spec.nodeName`, or the node the scheduler assumed for it.
+    pub node_name: String,
+}
+
+/// A node and the pods on it (bound or assumed), at one instant.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub node: Arc<Value>,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+    pub allocatable: Resources,
+    pub requested: Resources,
+    pub non_zero_requested: Resources,
+    pub pods: Vec<Arc<PodInfo>>,
+    pub used_ports: BTreeSet<HostPort>,
+    /// Image name (every name in `status.images[].names`) to size in bytes.
+    pub images: BTreeMap<String, i64>,
+}
+
+/// The cluster as one scheduling cycle sees it; nodes in name order.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot {
+    pub nodes: Vec<Arc<NodeInfo>>,
+    /// Node name to position in `nodes`.
+    pub index: BTreeMap<String, usize>,
+    /// Labels of every namespace, for affinity `namespaceSelector`s.
+    pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// PodDisruptionBudgets, for preemption's victim choice.
+    pub pdbs: Vec<Arc<Value>>,
+}
+
+impl Snapshot {
+    pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    /// Every pod on every node, in node then pod order.
+    pub fn pods(&self) -> impl Iterator<Item = (&Arc<NodeInfo>, &Arc<PodInfo>)> {
+        self.nodes
+            .iter()
+            .flat_map(|n| n.pods.iter().map(move |p| (n, p)))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    Success,
+    /// Might fit after other pods are removed (preemption may help).
+    Unschedulable,
+    /// Cannot fit on this node whatever is removed.
+    UnschedulableAndUnresolvable,
+    /// The plugin does not apply to this pod (PreFilter/PreScore only);
+    /// its Filter/Score is skipped for this cycle.
+    Skip,
+    Error,
+}
+
+/// A plugin's verdict. `reasons` are the phrases kube-scheduler prints in
+/// `0/5 nodes are available: 3 Insufficient cpu, ...`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub code: Code,
+    pub reasons: Vec<String>,
+    /// The plugin that failed, for diagnosis.
+    pub plugin: String,
+}
+
+impl Status {
+    pub fn success() -> Self {
+        Status {
+            code: Code::Success,
+            reasons: Vec::new(),
+            plugin: String::new(),
+        }
+    }
+    pub fn skip() -> Self {
+        Status {
+            code: Code::Skip,
+            ..Self::success()
+        }
+    }
+    pub fn unschedulable(reason: impl Into<String>) -> Self {
+        Status {
+            code: Code::Unschedulable,
+            reasons: vec![reason.into()],
+            plugin: String::new(),
+        }
+    }
+    pub fn unresolvable(reason: impl Into<String>) -> Self {
+        Status {
+            code: Code::UnschedulableAndUnresolvable,
+            reasons: vec![reason.into()],
+            plugin: String::new(),
+        }
+    }
+    pub fn error(reason: impl Into<String>) -> Self {
+        Status {
+            code: Code::Error,
+            reasons: vec![reason.into()],
+            plugin: String::new(),
+        }
+    }
+    pub fn is_success(&self) -> bool {
+        self.code == Code::Success
+    }
+}
+
+/// Per-cycle scratch space, where a plugin's PreFilter/PreScore leaves
+/// what its Filter/Score reads. Keyed by plugin name.
+#[derive(Default)]
+pub struct CycleState {
+    data: BTreeMap<String, Arc<dyn Any + Send + Sync>>,
+    /// Plugins whose PreFilter/PreScore returned Skip this cycle.
+    pub skip_filter: BTreeSet<String>,
+    pub skip_score: BTreeSet<String>,
+}
+
+impl CycleState {
+    pub fn write<T: Any + Send + Sync>(&mut self, key: &str, value: T) {
+        self.data.insert(key.to_string(), Arc::new(value));
+    }
+    pub fn read<T: Any + Send + Sync>(&self, key: &str) -> Option<&T> {
+        self.data.get(key)?.downcast_ref::<T>()
+    }
+    /// A copy sharing the stored values (preemption evaluates candidates on
+    /// copies).
+    pub fn fork(&self) -> Self {
+        CycleState {
+            data: self.data.clone(),
+            skip_filter: self.skip_filter.clone(),
+            skip_score: self.skip_score.clone(),
+        }
+    }
+}
+
+/// The extension points a plugin takes part in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Points {
+    pub pre_filter: bool,
+    pub filter: bool,
+    pub pre_score: bool,
+    pub score: bool,
+}
+
+/// A scheduling plugin. Implement the methods of the points declared in
+/// [`points`](Plugin::points); the others are never called.
+pub trait Plugin: Send + Sync {
+    /// The name used in KubeSchedulerConfiguration (e.g. `NodeResourcesFit`).
+    fn name(&self) -> &str;
+
+    fn points(&self) -> Points;
+
+    /// Once per cycle before Filter; may precompute into `state`, reject the
+    /// pod outright, or return Skip to have Filter skipped.
+    fn pre_filter(&self, _state: &mut CycleState, _pod: &PodInfo, _snap: &Snapshot) -> Status {
+        Status::success()
+    }
+
+    /// Whether `pod` fits on `node`.
+    fn filter(&self, _state: &CycleState, _pod: &PodInfo, _node: &NodeInfo) -> Status {
+        Status::success()
+    }
+
+    /// Once per cycle before Score, with the feasible nodes.
+    fn pre_score(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _snap: &Snapshot,
+        _feasible: &[Arc<NodeInfo>],
+    ) -> Status {
+        Status::success()
+    }
+
+    /// A raw score for `node`; [`normalize`](Plugin::normalize) maps raw
+    /// scores of all feasible nodes into 0..=MAX_NODE_SCORE.
+    fn score(&self, _state: &CycleState, _pod: &PodInfo, _node: &NodeInfo) -> i64 {
+        0
+    }
+
+    /// Normalizes the scores of the feasible nodes (same order as given to
+    /// PreScore). The default leaves raw scores as they are.
+    fn normalize(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) {}
+}
+
+/// What preemption proposes: evict `victims` so the pod fits on `node`.
+#[derive(Debug, Clone)]
+pub struct Nomination {
+    pub node: String,
+    pub victims: Vec<Arc<PodInfo>>,
+}
+
+/// Runs the filters of a profile; given to PostFilter plugins so they can
+/// ask "would the pod fit on this node if these pods were gone?".
+pub trait Filters: Send + Sync {
+    /// PreFilter on `snap`, into a fresh state; Err when PreFilter rejects.
+    fn pre_filter(&self, pod: &PodInfo, snap: &Snapshot) -> Result<CycleState, Status>;
+    /// Every Filter plugin on `node`, stopping at the first failure.
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+}
+
+/// A PostFilter plugin (DefaultPreemption), run when no node fits.
+pub trait PostFilter: Send + Sync {
+    fn name(&self) -> &str;
+    /// `statuses` holds each node's Filter verdict for this pod.
+    fn post_filter(
+        &self,
+        filters: &dyn Filters,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        statuses: &BTreeMap<String, Status>,
+    ) -> Option<Nomination>;
+}
