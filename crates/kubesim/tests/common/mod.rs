@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod kubelet;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -178,24 +180,7 @@ impl Kubesim {
         path: &str,
         body: Option<(&str, &str)>,
     ) -> std::io::Result<(u16, String)> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        s.set_write_timeout(Some(Duration::from_secs(10)))?;
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: application/json\r\nConnection: close\r\n",
-            self.port
-        );
-        match body {
-            Some((content_type, b)) => req.push_str(&format!(
-                "Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{b}",
-                b.len()
-            )),
-            None => req.push_str("\r\n"),
-        }
-        s.write_all(req.as_bytes())?;
-        let mut raw = Vec::new();
-        s.read_to_end(&mut raw)?;
-        parse_response(&raw)
+        http_request(self.port, method, path, body)
     }
 
     /// One plain HTTP/1.1 request; returns the status and the body.
@@ -217,6 +202,33 @@ impl Kubesim {
         assert_eq!(status, want, "{method} {path}: {resp}");
         serde_json::from_str(&resp).unwrap_or_else(|e| panic!("{method} {path}: {e}: {resp}"))
     }
+}
+
+/// One plain HTTP/1.1 request to the server on `port`; `body` is
+/// (content type, text). Returns the status and the body.
+pub fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<(&str, &str)>,
+) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.set_write_timeout(Some(Duration::from_secs(10)))?;
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\nConnection: close\r\n"
+    );
+    match body {
+        Some((content_type, b)) => req.push_str(&format!(
+            "Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )),
+        None => req.push_str("\r\n"),
+    }
+    s.write_all(req.as_bytes())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    parse_response(&raw)
 }
 
 impl Drop for Kubesim {
