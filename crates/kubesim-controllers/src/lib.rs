@@ -3,10 +3,13 @@
 //! deleted namespace never goes away, and without the garbage collector
 //! owner references and propagation policies mean nothing.
 
+pub mod endpoints;
 pub mod gc;
 pub mod namespace;
+pub mod nodelifecycle;
 pub mod pods;
 pub mod serviceaccount;
+pub mod taint_eviction;
 
 use std::sync::Arc;
 
@@ -43,8 +46,17 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
     let gc = gc::GarbageCollector::new(api, registry, clock);
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together.
-    let _ = &ctx;
-    tokio::join!(informers.run(), events, ns.run(), defaults.run(), gc.run());
+    tokio::join!(
+        informers.run(),
+        events,
+        ns.run(),
+        defaults.run(),
+        gc.run(),
+        endpoints::legacy::run(ctx.clone()),
+        endpoints::slices::run(ctx.clone()),
+        nodelifecycle::run(ctx.clone()),
+        taint_eviction::run(ctx.clone()),
+    );
 }
 
 pub(crate) fn resource_ref(r: &ResourceInfo) -> ResourceRef {

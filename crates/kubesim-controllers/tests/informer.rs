@@ -4,23 +4,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kubesim_apiserver::inprocess::InProcess;
-use kubesim_apiserver::Server;
 use kubesim_core::meta;
 use kubesim_runtime::{
     Api, Change, Clock, DeleteOptions, EventRecorder, EventType, Informers, ListOptions,
-    ResourceRef, Rng, WriteOptions,
+    ResourceRef, WriteOptions,
 };
-use kubesim_store::{MemStore, Store};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
+mod support;
+
 async fn api() -> (Arc<dyn Api>, Clock) {
-    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
-    let clock = Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap());
-    let server = Server::new(store, clock.clone(), Rng::seeded(1));
-    server.bootstrap().await.expect("bootstrap");
-    (Arc::new(InProcess::new(server, "test")), clock)
+    let (api, clock, _) = support::server().await;
+    (api, clock)
 }
 
 fn cm(name: &str, v: &str) -> Value {

@@ -1,7 +1,8 @@
 //! A stand-in kubelet for end-to-end tests of controllers and the
 //! scheduler, until emulated nodes exist: it makes pods Running and Ready,
-//! finishes pods that are meant to finish, and completes graceful
-//! deletions. It polls, which is fine for a test helper.
+//! finishes pods that are meant to finish, completes graceful deletions,
+//! and posts a Ready heartbeat for every node so the node lifecycle
+//! controller keeps them. It polls, which is fine for a test helper.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -29,7 +30,13 @@ impl FakeKubelet {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let thread = std::thread::spawn(move || {
+            let mut round = 0u64;
             while !s.load(Ordering::Relaxed) {
+                // Heartbeats every 5 s, well within the 40 s grace period.
+                if round % 50 == 0 {
+                    let _ = heartbeat(port);
+                }
+                round += 1;
                 let _ = pass(port, bound_only);
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -48,6 +55,37 @@ impl Drop for FakeKubelet {
             let _ = t.join();
         }
     }
+}
+
+/// Posts Ready=True with a fresh heartbeat on every node.
+fn heartbeat(port: u16) -> std::io::Result<()> {
+    let (_, body) = http_request(port, "GET", "/api/v1/nodes", None)?;
+    let list: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let now = jiff::Timestamp::now()
+        .round(jiff::Unit::Second)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    for node in list["items"].as_array().into_iter().flatten() {
+        let name = node["metadata"]["name"].as_str().unwrap_or("");
+        let since = node["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "Ready" && c["status"] == "True")
+            .and_then(|c| c["lastTransitionTime"].as_str())
+            .map(String::from)
+            .unwrap_or_else(|| now.to_string());
+        let patch = json!({"status": {"conditions": [{"type": "Ready", "status": "True",
+            "reason": "KubeletReady", "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": now.to_string(), "lastTransitionTime": since}]}})
+        .to_string();
+        let _ = http_request(
+            port,
+            "PATCH",
+            &format!("/api/v1/nodes/{name}/status"),
+            Some(("application/strategic-merge-patch+json", &patch)),
+        );
+    }
+    Ok(())
 }
 
 fn pass(port: u16, bound_only: bool) -> std::io::Result<()> {
