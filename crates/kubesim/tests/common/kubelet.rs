@@ -33,7 +33,7 @@ impl FakeKubelet {
             let mut round = 0u64;
             while !s.load(Ordering::Relaxed) {
                 // Heartbeats every 5 s, well within the 40 s grace period.
-                if round % 50 == 0 {
+                if round.is_multiple_of(50) {
                     let _ = heartbeat(port);
                 }
                 round += 1;
