@@ -2,27 +2,27 @@
 //! carries out the `foregroundDeletion` and `orphan` finalizers the API
 //! server adds for those propagation policies.
 //!
-//! Each pass relists every resource and rebuilds the owner index from
-//! scratch. That costs more than watching, but it cannot drift from the
-//! store, and every destructive step re-checks the live object first.
+//! It follows every deletable resource through metadata-only informers
+//! (CRDs included, as they come), keeps an owner → dependents graph up to
+//! date from their changes, and works through the objects those changes
+//! concern. Every destructive step re-checks the live object first: an
+//! owner missing from the graph is looked up on the server before its
+//! dependents are collected.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use kubesim_core::{meta, ApiError, Registry, ResourceInfo};
-use kubesim_runtime::{Api, Clock, DeleteOptions, ListOptions};
+use kubesim_runtime::{
+    run_workers, Api, Change, DeleteOptions, Informers, Requeue, ResourceRef, WorkQueue,
+};
+use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::{drop_finalizer, edit, items, manageable, resource_ref};
+use crate::{drop_finalizer, edit, manageable, resource_ref};
 
 pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
-
-/// Objects read per list request.
-const PAGE: i64 = 500;
-/// Time between passes.
-const PERIOD: Duration = Duration::from_secs(1);
 
 /// One entry of `metadata.ownerReferences`.
 #[derive(Debug, Clone)]
@@ -69,155 +69,151 @@ fn owner_refs(obj: &Value) -> Vec<OwnerRef> {
         .collect()
 }
 
-/// Objects by uid, and each owner uid's dependents (both ordered, so a
-/// pass acts in the same order every time).
+/// Objects by uid, and each owner uid's dependents (both ordered, so the
+/// collector acts in the same order every time).
 #[derive(Default)]
 struct Graph {
     nodes: BTreeMap<String, Node>,
-    dependents: BTreeMap<String, Vec<String>>,
+    dependents: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Graph {
+    fn insert(&mut self, uid: &str, node: Node) {
+        self.remove(uid);
+        for o in &node.owners {
+            self.dependents
+                .entry(o.uid.clone())
+                .or_default()
+                .insert(uid.to_string());
+        }
+        self.nodes.insert(uid.to_string(), node);
+    }
+
+    fn remove(&mut self, uid: &str) -> Option<Node> {
+        let old = self.nodes.remove(uid)?;
+        for o in &old.owners {
+            if let Some(d) = self.dependents.get_mut(&o.uid) {
+                d.remove(uid);
+                if d.is_empty() {
+                    self.dependents.remove(&o.uid);
+                }
+            }
+        }
+        Some(old)
+    }
+
+    /// The dependents of `uid` with what is known of them.
+    fn dependents_of(&self, uid: &str) -> Vec<(String, Node)> {
+        self.dependents
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|d| Some((d.clone(), self.nodes.get(d)?.clone())))
+            .collect()
+    }
+}
+
+/// Upstream's collector ignores events: they are never owners and never
+/// carry owner references, and they are the most written objects.
+fn collectable(r: &ResourceInfo) -> bool {
+    !(r.plural == "events" && (r.group.is_empty() || r.group == "events.k8s.io"))
 }
 
 pub struct GarbageCollector {
     api: Arc<dyn Api>,
     registry: Registry,
-    clock: Clock,
-    period: Duration,
+    informers: Arc<Informers>,
+    graph: Arc<Mutex<Graph>>,
+    queue: Arc<WorkQueue<String>>,
+    /// Resources already followed.
+    followed: Mutex<BTreeSet<String>>,
 }
 
 impl GarbageCollector {
-    pub fn new(api: Arc<dyn Api>, registry: Registry, clock: Clock) -> Self {
-        GarbageCollector {
+    pub fn new(api: Arc<dyn Api>, registry: Registry, informers: Arc<Informers>) -> Arc<Self> {
+        let queue = WorkQueue::new(informers.clock());
+        Arc::new(GarbageCollector {
             api,
             registry,
-            clock,
-            period: PERIOD,
-        }
+            informers,
+            graph: Arc::default(),
+            queue,
+            followed: Mutex::default(),
+        })
     }
 
-    /// Sets the time between passes.
-    pub fn with_period(mut self, period: Duration) -> Self {
-        self.period = period;
-        self
-    }
-
-    pub async fn run(self) {
-        let mut seen = String::new();
-        loop {
-            // A pass re-reads every object, so it runs only when something
-            // was written since the last one, and waits nine times as long
-            // as it took: the collector stays under a tenth of a core
-            // however large the cluster grows.
-            let rev = self.revision().await.unwrap_or_default();
-            let started = self.clock.instant();
-            if rev.is_empty() || rev != seen {
-                if let Err(e) = self.pass().await {
-                    tracing::warn!(error = %e.message, "garbage collection pass failed");
-                } else {
-                    seen = rev;
-                }
+    /// Starts following every collectable resource not yet followed.
+    fn follow_all(&self) {
+        for res in manageable(&self.registry)
+            .into_iter()
+            .filter(|r| collectable(r))
+        {
+            if !self.followed.lock().insert(res.storage_key()) {
+                continue;
             }
-            let busy = started.elapsed();
-            self.clock.sleep(self.period.max(busy * 9)).await;
+            let inf = self.informers.get_metadata(&resource_ref(&res));
+            let (graph, queue, res) = (self.graph.clone(), self.queue.clone(), res.clone());
+            inf.on_change(move |c| on_change(&graph, &queue, &res, c));
         }
     }
 
-    /// The store's current revision, read cheaply through a one-item list.
-    async fn revision(&self) -> Result<String, ApiError> {
-        let opts = ListOptions {
-            limit: Some(1),
-            ..ListOptions::default()
+    pub async fn run(self: Arc<Self>) {
+        self.follow_all();
+        // New CRDs bring new resources to follow.
+        let crds = self.informers.get_metadata(&ResourceRef::new(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+        ));
+        let me = Arc::downgrade(&self);
+        crds.on_change(move |_| {
+            if let Some(gc) = me.upgrade() {
+                gc.follow_all();
+            }
+        });
+        // Judge orphans only once every graph is whole, or each dependent
+        // whose owner's kind is listed later would cost a server lookup.
+        self.informers.wait_synced().await;
+        let gc = self.clone();
+        run_workers(
+            self.queue.clone(),
+            2,
+            "garbage-collector",
+            move |uid: String| {
+                let gc = gc.clone();
+                async move { gc.reconcile(&uid).await }
+            },
+        )
+        .await;
+    }
+
+    async fn reconcile(&self, uid: &str) -> Result<Requeue, ApiError> {
+        let Some(node) = self.graph.lock().nodes.get(uid).cloned() else {
+            return Ok(None);
         };
-        let list = self
-            .api
-            .list(&kubesim_runtime::ResourceRef::core("namespaces"), "", &opts)
-            .await?;
-        Ok(list
-            .get("metadata")
-            .and_then(|m| m.get("resourceVersion"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string())
-    }
-
-    /// One full pass: rebuild the graph, then act on it.
-    pub async fn pass(&self) -> Result<(), ApiError> {
-        let g = self.graph().await?;
-        for (uid, node) in &g.nodes {
-            if !node.deleting {
-                continue;
-            }
-            // Orphaning first: when both are present the owner asked to keep
-            // its dependents, and deleting them could not be undone.
+        if node.deleting {
+            // Orphaning first: when both are present the owner asked to
+            // keep its dependents, and deleting them could not be undone.
             if node.finalizers.iter().any(|f| f == ORPHAN) {
-                self.orphan(&g, uid, node).await?;
+                self.orphan(uid, &node).await?;
             } else if node.finalizers.iter().any(|f| f == FOREGROUND) {
-                self.foreground(&g, uid, node).await?;
+                self.foreground(uid, &node).await?;
             }
+            return Ok(None);
         }
-        for (uid, node) in &g.nodes {
-            if node.owners.is_empty() || node.deleting {
-                continue;
-            }
-            // Any owner still indexed exists; only if none is do we ask the
-            // server, since an owner created after its resource was listed
-            // is missing from this pass's graph.
-            if node.owners.iter().any(|o| g.nodes.contains_key(&o.uid)) {
-                continue;
-            }
-            if self.all_owners_gone(node).await? {
-                self.delete(node, uid, "Background").await?;
-            }
+        if node.owners.is_empty() {
+            return Ok(None);
         }
-        Ok(())
-    }
-
-    async fn graph(&self) -> Result<Graph, ApiError> {
-        let mut g = Graph::default();
-        for res in manageable(&self.registry) {
-            // Paged, so a pass holds one page of parsed objects at a time.
-            let mut page = ListOptions {
-                limit: Some(PAGE),
-                ..ListOptions::default()
-            };
-            loop {
-                let list = match self.api.list(&resource_ref(&res), "", &page).await {
-                    Ok(l) => l,
-                    Err(e) if e.code == 404 => break,
-                    Err(e) => return Err(e),
-                };
-                page.continue_token = list
-                    .get("metadata")
-                    .and_then(|m| m.get("continue"))
-                    .and_then(Value::as_str)
-                    .filter(|c| !c.is_empty())
-                    .map(str::to_string);
-                for obj in items(list) {
-                    let uid = meta::uid(&obj).to_string();
-                    if uid.is_empty() {
-                        continue;
-                    }
-                    let node = Node {
-                        resource: res.clone(),
-                        namespace: meta::namespace(&obj).to_string(),
-                        name: meta::name(&obj).to_string(),
-                        deleting: meta::is_deleting(&obj),
-                        finalizers: meta::finalizers(&obj),
-                        owners: owner_refs(&obj),
-                    };
-                    for o in &node.owners {
-                        g.dependents
-                            .entry(o.uid.clone())
-                            .or_default()
-                            .push(uid.clone());
-                    }
-                    g.nodes.insert(uid, node);
-                }
-                if page.continue_token.is_none() {
-                    break;
-                }
-            }
+        // An owner in the graph exists; only if none is do we ask the
+        // server, since the owner's informer may not have caught up.
+        let known = {
+            let g = self.graph.lock();
+            node.owners.iter().any(|o| g.nodes.contains_key(&o.uid))
+        };
+        if !known && self.all_owners_gone(&node).await? {
+            self.delete(&node, uid, "Background").await?;
         }
-        Ok(g)
+        Ok(None)
     }
 
     /// Asks the server whether every owner of `node` is absent: not found,
@@ -270,12 +266,10 @@ impl GarbageCollector {
     /// Foreground deletion: delete the dependents (in the foreground too, so
     /// the whole tree goes bottom-up) and release the owner once no
     /// dependent that blocks it remains.
-    async fn foreground(&self, g: &Graph, uid: &str, owner: &Node) -> Result<(), ApiError> {
+    async fn foreground(&self, uid: &str, owner: &Node) -> Result<(), ApiError> {
         let mut blocked = false;
-        for dep_uid in g.dependents.get(uid).into_iter().flatten() {
-            let Some(dep) = g.nodes.get(dep_uid) else {
-                continue;
-            };
+        let dependents = self.graph.lock().dependents_of(uid);
+        for (dep_uid, dep) in &dependents {
             if dep.owners.iter().any(|o| o.uid == uid && o.block) {
                 blocked = true;
             }
@@ -292,11 +286,9 @@ impl GarbageCollector {
 
     /// Orphaning: strip the owner's references from its dependents, then
     /// release the owner.
-    async fn orphan(&self, g: &Graph, uid: &str, owner: &Node) -> Result<(), ApiError> {
-        for dep_uid in g.dependents.get(uid).into_iter().flatten() {
-            let Some(dep) = g.nodes.get(dep_uid) else {
-                continue;
-            };
+    async fn orphan(&self, uid: &str, owner: &Node) -> Result<(), ApiError> {
+        let dependents = self.graph.lock().dependents_of(uid);
+        for (dep_uid, dep) in &dependents {
             let owner_uid = uid.to_string();
             self.edit_node(dep, dep_uid, &move |obj| remove_owner(obj, &owner_uid))
                 .await?;
@@ -321,6 +313,53 @@ impl GarbageCollector {
             change,
         )
         .await
+    }
+}
+
+/// Updates the graph with a change and queues the objects it concerns:
+/// the object itself, its owners (a foreground deletion may be waiting on
+/// it) and, when it is gone, its dependents (they may be orphans now).
+fn on_change(graph: &Mutex<Graph>, queue: &WorkQueue<String>, res: &Arc<ResourceInfo>, c: &Change) {
+    let obj = c.object();
+    let uid = meta::uid(obj).to_string();
+    if uid.is_empty() {
+        return;
+    }
+    let mut g = graph.lock();
+    let mut touched: Vec<String> = Vec::new();
+    if let Some(old) = g.nodes.get(&uid) {
+        touched.extend(old.owners.iter().map(|o| o.uid.clone()));
+    }
+    match c {
+        Change::Deleted(_) => {
+            g.remove(&uid);
+            touched.extend(g.dependents.get(&uid).into_iter().flatten().cloned());
+        }
+        Change::Added(_) | Change::Modified { .. } => {
+            let node = Node {
+                resource: res.clone(),
+                namespace: meta::namespace(obj).to_string(),
+                name: meta::name(obj).to_string(),
+                deleting: meta::is_deleting(obj),
+                finalizers: meta::finalizers(obj),
+                owners: owner_refs(obj),
+            };
+            touched.extend(node.owners.iter().map(|o| o.uid.clone()));
+            let relevant = !node.owners.is_empty()
+                || (node.deleting
+                    && node
+                        .finalizers
+                        .iter()
+                        .any(|f| f == ORPHAN || f == FOREGROUND));
+            g.insert(&uid, node);
+            if relevant {
+                touched.push(uid);
+            }
+        }
+    }
+    drop(g);
+    for u in touched {
+        queue.add(u);
     }
 }
 

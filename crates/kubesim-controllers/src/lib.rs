@@ -43,7 +43,7 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
     });
     let ns = namespace::NamespaceController::new(api.clone(), registry.clone(), clock.clone());
     let defaults = serviceaccount::NamespaceDefaults::new(api.clone(), clock.clone(), root_ca);
-    let gc = gc::GarbageCollector::new(api, registry, clock);
+    let gc = gc::GarbageCollector::new(api, registry, informers.clone());
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together.
     tokio::join!(

@@ -124,9 +124,29 @@ pub struct Informer {
     label_selector: Option<String>,
     field_selector: Option<String>,
     clock: Clock,
+    /// Applied to every object before it is cached (e.g. keep only
+    /// metadata, for a consumer that needs nothing else).
+    transform: Option<Transform>,
     cache: Arc<Cache>,
     handlers: Mutex<Vec<Handler>>,
     synced: watch::Sender<bool>,
+}
+
+pub type Transform = fn(Value) -> Value;
+
+/// Keeps `apiVersion`, `kind` and `metadata` only, as upstream's metadata
+/// informers do (PartialObjectMetadata).
+pub fn metadata_only(obj: Value) -> Value {
+    match obj {
+        Value::Object(mut m) => {
+            m.retain(|k, _| k == "apiVersion" || k == "kind" || k == "metadata");
+            if let Some(Value::Object(md)) = m.get_mut("metadata") {
+                md.remove("managedFields");
+            }
+            Value::Object(m)
+        }
+        other => other,
+    }
 }
 
 impl Informer {
@@ -151,10 +171,25 @@ impl Informer {
             label_selector,
             field_selector,
             clock,
+            transform: None,
             cache: Arc::default(),
             handlers: Mutex::new(Vec::new()),
             synced: watch::channel(false).0,
         })
+    }
+
+    fn with_transform(mut self: Arc<Self>, t: Transform) -> Arc<Self> {
+        if let Some(i) = Arc::get_mut(&mut self) {
+            i.transform = Some(t);
+        }
+        self
+    }
+
+    fn shape(&self, obj: Value) -> Value {
+        match self.transform {
+            Some(t) => t(obj),
+            None => obj,
+        }
     }
 
     pub fn resource(&self) -> &ResourceRef {
@@ -222,7 +257,7 @@ impl Informer {
                 .to_string();
             if let Value::Object(mut m) = list {
                 if let Some(Value::Array(items)) = m.remove("items") {
-                    out.extend(items);
+                    out.extend(items.into_iter().map(|o| self.shape(o)));
                 }
             }
             if next.is_empty() {
@@ -266,7 +301,7 @@ impl Informer {
         match event {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                 let key = ObjectKey::of(&o);
-                let new = Arc::new(o);
+                let new = Arc::new(self.shape(o));
                 let prev = self.cache.objects.write().insert(key, new.clone());
                 Some(match prev {
                     Some(old) => Change::Modified { old, new },
@@ -276,7 +311,9 @@ impl Informer {
             WatchEvent::Deleted(o) => {
                 let key = ObjectKey::of(&o);
                 let prev = self.cache.objects.write().remove(&key);
-                Some(Change::Deleted(prev.unwrap_or_else(|| Arc::new(o))))
+                Some(Change::Deleted(
+                    prev.unwrap_or_else(|| Arc::new(self.shape(o))),
+                ))
             }
             WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
         }
@@ -289,6 +326,12 @@ impl Informer {
         loop {
             let (objects, mut rv) = match self.list_all().await {
                 Ok(x) => x,
+                // A resource no longer served (its CRD went away) is not
+                // worth a warning; it may come back.
+                Err(e) if e.code == 404 => {
+                    self.clock.sleep(RETRY * 10).await;
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(resource = %self.resource.plural, error = %e.message, "informer list failed");
                     self.clock.sleep(RETRY).await;
@@ -344,7 +387,8 @@ impl Informer {
 pub struct Informers {
     api: Arc<dyn Api>,
     clock: Clock,
-    started: Mutex<BTreeMap<ResourceRef, Arc<Informer>>>,
+    /// Keyed by resource and whether the informer keeps metadata only.
+    started: Mutex<BTreeMap<(ResourceRef, bool), Arc<Informer>>>,
     spawner: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Arc<Informer>>>>,
     pending: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Arc<Informer>>>>,
 }
@@ -372,12 +416,27 @@ impl Informers {
     /// The informer on every object of `resource`, created on first use;
     /// it runs once [`run`](Self::run) is being polled.
     pub fn get(&self, resource: &ResourceRef) -> Arc<Informer> {
+        self.get_shaped(resource, false)
+    }
+
+    /// The informer on the metadata of every object of `resource`
+    /// ([`metadata_only`]), for consumers such as the garbage collector
+    /// that must follow every kind but need little of each object.
+    pub fn get_metadata(&self, resource: &ResourceRef) -> Arc<Informer> {
+        self.get_shaped(resource, true)
+    }
+
+    fn get_shaped(&self, resource: &ResourceRef, metadata: bool) -> Arc<Informer> {
         let mut started = self.started.lock();
-        if let Some(i) = started.get(resource) {
+        let key = (resource.clone(), metadata);
+        if let Some(i) = started.get(&key) {
             return i.clone();
         }
-        let i = Informer::new(self.api.clone(), resource.clone(), self.clock.clone());
-        started.insert(resource.clone(), i.clone());
+        let mut i = Informer::new(self.api.clone(), resource.clone(), self.clock.clone());
+        if metadata {
+            i = i.with_transform(metadata_only);
+        }
+        started.insert(key, i.clone());
         if let Some(tx) = self.spawner.lock().as_ref() {
             let _ = tx.send(i.clone());
         }

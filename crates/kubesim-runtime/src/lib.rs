@@ -14,6 +14,6 @@ pub use api::{
 };
 pub use clock::Clock;
 pub use events::{EventRecorder, EventType};
-pub use informer::{Cache, Change, Informer, Informers, ObjectKey};
+pub use informer::{metadata_only, Cache, Change, Informer, Informers, ObjectKey};
 pub use rng::Rng;
 pub use workqueue::{run_workers, Requeue, WorkQueue};
