@@ -2,81 +2,13 @@
 
 mod common;
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::Kubesim;
-
-/// A running server and the kubectl settings that reach it.
-struct Cluster {
-    _server: Kubesim,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
-}
+use common::kubectl::Cluster;
 
 fn start(name: &str) -> Cluster {
-    let server = Kubesim::start_ephemeral(&format!("kubectl-{name}"));
-    Cluster {
-        dir: server.data_dir().to_path_buf(),
-        kubeconfig: server.kubeconfig(),
-        _server: server,
-    }
-}
-
-impl Cluster {
-    fn kubectl(&self, args: &[&str]) -> Output {
-        self.kubectl_in(args, None)
-    }
-
-    fn kubectl_in(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut cmd = Command::new("kubectl");
-        cmd.env("KUBECONFIG", &self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.dir.join("cache"))
-            .args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("kubectl is installed");
-        if let Some(s) = stdin {
-            child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
-        }
-        child.wait_with_output().unwrap()
-    }
-
-    /// Runs kubectl, expects success, returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.kubectl(args);
-        assert!(
-            o.status.success(),
-            "kubectl {args:?} failed:\n{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn apply_stdin(&self, args: &[&str], manifest: &str) -> String {
-        let o = self.kubectl_in(args, Some(manifest));
-        assert!(
-            o.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn fails(&self, args: &[&str]) -> String {
-        let o = self.kubectl(args);
-        assert!(!o.status.success(), "kubectl {args:?} should fail");
-        String::from_utf8_lossy(&o.stderr).into_owned()
-    }
+    Cluster::start(&format!("kubectl-{name}"))
 }
 
 const MANIFEST: &str = r#"

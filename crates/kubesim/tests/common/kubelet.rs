@@ -57,6 +57,14 @@ impl Drop for FakeKubelet {
     }
 }
 
+/// A pod IP derived from the pod's name, so pods differ.
+pub fn pod_ip(name: &str) -> String {
+    let h = name
+        .bytes()
+        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+    format!("10.244.{}.{}", (h >> 8) % 250, h % 250 + 2)
+}
+
 /// Posts Ready=True with a fresh heartbeat on every node.
 fn heartbeat(port: u16) -> std::io::Result<()> {
     let (_, body) = http_request(port, "GET", "/api/v1/nodes", None)?;
@@ -119,7 +127,7 @@ fn pass(port: u16, bound_only: bool) -> std::io::Result<()> {
                     .map(|c| json!({"name": c["name"], "image": c["image"], "ready": true,
                         "restartCount": 0, "started": true, "state": {"running": {"startedAt": now}}}))
                     .collect();
-                json!({"phase": "Running", "podIP": "10.244.0.10", "startTime": now,
+                json!({"phase": "Running", "podIP": pod_ip(name), "startTime": now,
                     "containerStatuses": containers,
                     "conditions": [
                         {"type": "Initialized", "status": "True", "lastTransitionTime": now},

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod kubectl;
 pub mod kubelet;
 
 use std::io::{Read, Write};
@@ -20,6 +21,8 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// A running `kubesim up`. Killed (and its data directory removed) on drop.
 pub struct Kubesim {
+    /// Extra arguments to `kubesim up`.
+    args: Vec<String>,
     child: Option<Child>,
     dir: PathBuf,
     port: u16,
@@ -38,15 +41,20 @@ fn free_port() -> u16 {
 impl Kubesim {
     /// Starts a server with a durable store in a fresh data directory.
     pub fn start(name: &str) -> Self {
-        Self::launch(name, false)
+        Self::launch(name, false, &[])
     }
 
     /// Starts a server whose store lives in memory only.
     pub fn start_ephemeral(name: &str) -> Self {
-        Self::launch(name, true)
+        Self::launch(name, true, &[])
     }
 
-    fn launch(name: &str, ephemeral: bool) -> Self {
+    /// An in-memory server started with extra `kubesim up` arguments.
+    pub fn start_ephemeral_with(name: &str, args: &[&str]) -> Self {
+        Self::launch(name, true, args)
+    }
+
+    fn launch(name: &str, ephemeral: bool, args: &[&str]) -> Self {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let dir =
             std::env::temp_dir().join(format!("kubesim-e2e-{name}-{}-{n}", std::process::id()));
@@ -57,6 +65,7 @@ impl Kubesim {
         // server binds it: try a few.
         for _ in 0..5 {
             let mut k = Kubesim {
+                args: args.iter().map(|a| a.to_string()).collect(),
                 child: None,
                 dir: dir.clone(),
                 port: free_port(),
@@ -93,6 +102,7 @@ impl Kubesim {
         if self.ephemeral {
             cmd.arg("--ephemeral");
         }
+        cmd.args(&self.args);
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -1,0 +1,102 @@
+//! Running the real `kubectl` against a `kubesim up` started for one test.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use super::Kubesim;
+
+/// A running server and the kubectl settings that reach it.
+pub struct Cluster {
+    pub server: Kubesim,
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+}
+
+impl Cluster {
+    /// Starts `kubesim up` with an in-memory store.
+    pub fn start(name: &str) -> Self {
+        Self::start_with(name, &[])
+    }
+
+    /// Starts `kubesim up` with extra arguments.
+    pub fn start_with(name: &str, args: &[&str]) -> Self {
+        let server = Kubesim::start_ephemeral_with(name, args);
+        Cluster {
+            dir: server.data_dir().to_path_buf(),
+            kubeconfig: server.kubeconfig(),
+            server,
+        }
+    }
+
+    /// Polls `check` up to `tries` times, `step` apart, until it returns
+    /// Some; panics with `what` otherwise.
+    pub fn eventually<T>(
+        &self,
+        what: &str,
+        tries: usize,
+        step: Duration,
+        mut check: impl FnMut() -> Option<T>,
+    ) -> T {
+        for _ in 0..tries {
+            if let Some(v) = check() {
+                return v;
+            }
+            std::thread::sleep(step);
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_in(args, None)
+    }
+
+    pub fn kubectl_in(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new("kubectl");
+        cmd.env("KUBECONFIG", &self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.join("cache"))
+            .args(args)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("kubectl is installed");
+        if let Some(s) = stdin {
+            child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs kubectl, expects success, returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let o = self.kubectl(args);
+        assert!(
+            o.status.success(),
+            "kubectl {args:?} failed:\n{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    pub fn apply_stdin(&self, args: &[&str], manifest: &str) -> String {
+        let o = self.kubectl_in(args, Some(manifest));
+        assert!(
+            o.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    pub fn fails(&self, args: &[&str]) -> String {
+        let o = self.kubectl(args);
+        assert!(!o.status.success(), "kubectl {args:?} should fail");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    }
+}
