@@ -253,10 +253,8 @@ async fn mark_pods_not_ready(
     pod_cache: &kubesim_runtime::Cache,
 ) -> Result<(), ApiError> {
     let now = meta::format_time(ctx.clock.now());
-    for pod in pod_cache.list() {
-        if pod.pointer("/spec/nodeName").and_then(Value::as_str) != Some(node)
-            || !pods::is_ready(&pod)
-        {
+    for pod in pod_cache.on_node(node) {
+        if !pods::is_ready(&pod) {
             continue;
         }
         let ns = meta::namespace(&pod).to_string();

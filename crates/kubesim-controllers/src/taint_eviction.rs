@@ -32,10 +32,8 @@ pub async fn run(ctx: Arc<Context>) {
         };
         if changed {
             let name = meta::name(c.object());
-            for p in pod_cache.list() {
-                if node_of(&p) == Some(name) {
-                    q.add(ObjectKey::of(&p));
-                }
+            for p in pod_cache.on_node(name) {
+                q.add(ObjectKey::of(&p));
             }
         }
     });

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kubesim_core::meta;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::watch;
 
+pub use crate::cache::Cache;
 use crate::{Api, Clock, ListOptions, ResourceRef, WatchEvent};
 
 /// `namespace/name` (namespace empty for cluster-scoped objects), ordered so
@@ -68,49 +69,6 @@ impl Change {
 }
 
 pub type Handler = Arc<dyn Fn(&Change) + Send + Sync>;
-
-/// The cached objects of one resource.
-#[derive(Default)]
-pub struct Cache {
-    objects: RwLock<BTreeMap<ObjectKey, Arc<Value>>>,
-}
-
-impl Cache {
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects
-            .read()
-            .get(&ObjectKey::new(namespace, name))
-            .cloned()
-    }
-
-    /// Every object, in key order.
-    pub fn list(&self) -> Vec<Arc<Value>> {
-        self.objects.read().values().cloned().collect()
-    }
-
-    /// The objects of one namespace, in name order.
-    pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<Value>> {
-        let from = ObjectKey::new(namespace, "");
-        self.objects
-            .read()
-            .range(from..)
-            .take_while(|(k, _)| k.namespace == namespace)
-            .map(|(_, v)| v.clone())
-            .collect()
-    }
-
-    pub fn keys(&self) -> Vec<ObjectKey> {
-        self.objects.read().keys().cloned().collect()
-    }
-
-    pub fn len(&self) -> usize {
-        self.objects.read().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
 
 /// Delay before listing again after the API failed.
 const RETRY: Duration = Duration::from_secs(1);
@@ -270,29 +228,7 @@ impl Informer {
     /// Makes the cache equal to `objects`, telling handlers what changed.
     /// Readers see the old or the new cache, never a partial one.
     fn replace(&self, objects: Vec<Value>) {
-        let fresh: BTreeMap<ObjectKey, Arc<Value>> = objects
-            .into_iter()
-            .map(|o| (ObjectKey::of(&o), Arc::new(o)))
-            .collect();
-        let old = std::mem::replace(&mut *self.cache.objects.write(), fresh.clone());
-        let mut changes = Vec::new();
-        for (k, prev) in &old {
-            match fresh.get(k) {
-                Some(new) if meta::resource_version(new) != meta::resource_version(prev) => changes
-                    .push(Change::Modified {
-                        old: prev.clone(),
-                        new: new.clone(),
-                    }),
-                Some(_) => {}
-                None => changes.push(Change::Deleted(prev.clone())),
-            }
-        }
-        for (k, new) in fresh {
-            if !old.contains_key(&k) {
-                changes.push(Change::Added(new));
-            }
-        }
-        for c in changes {
+        for c in self.cache.replace(objects) {
             self.emit(c);
         }
     }
@@ -300,21 +236,9 @@ impl Informer {
     fn apply(&self, event: WatchEvent) -> Option<Change> {
         match event {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                let key = ObjectKey::of(&o);
-                let new = Arc::new(self.shape(o));
-                let prev = self.cache.objects.write().insert(key, new.clone());
-                Some(match prev {
-                    Some(old) => Change::Modified { old, new },
-                    None => Change::Added(new),
-                })
+                Some(self.cache.upsert(self.shape(o)))
             }
-            WatchEvent::Deleted(o) => {
-                let key = ObjectKey::of(&o);
-                let prev = self.cache.objects.write().remove(&key);
-                Some(Change::Deleted(
-                    prev.unwrap_or_else(|| Arc::new(self.shape(o))),
-                ))
-            }
+            WatchEvent::Deleted(o) => Some(self.cache.delete(self.shape(o))),
             WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
         }
     }

@@ -3,6 +3,7 @@
 //! [`Informer`]s, [`WorkQueue`]s and the [`EventRecorder`].
 
 pub mod api;
+pub mod cache;
 pub mod clock;
 pub mod events;
 pub mod informer;

@@ -94,10 +94,7 @@ pub fn backends(svc: &Value, pods_cache: &Cache) -> Vec<Backend> {
         .cloned()
         .unwrap_or_default();
     let mut out = Vec::new();
-    for pod in pods_cache.list_namespace(meta::namespace(svc)) {
-        if !sel.matches_map(&meta::labels(&pod)) {
-            continue;
-        }
+    for pod in pods_cache.select(Some(meta::namespace(svc)), &sel) {
         let ip = pod
             .pointer("/status/podIP")
             .and_then(Value::as_str)

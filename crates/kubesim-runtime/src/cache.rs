@@ -1,0 +1,347 @@
+//! The object cache behind an informer. Objects are kept as serialized JSON
+//! (a parsed pod costs ten times its JSON) plus the few fields lookups need
+//! parsed: labels, the controlling owner's uid, and a pod's node. Reads
+//! parse on demand, so look objects up through the narrowest accessor
+//! ([`Cache::select`], [`Cache::controlled_by`], [`Cache::on_node`]) rather
+//! than parsing a whole namespace to filter it.
+//!
+//! `metadata.managedFields` is dropped on the way in: no control loop reads
+//! it, and it is often the largest part of an object.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use kubesim_core::meta;
+use kubesim_core::selector::LabelSelector;
+use parking_lot::RwLock;
+use serde_json::Value;
+
+use crate::informer::{Change, ObjectKey};
+
+struct Entry {
+    json: Box<[u8]>,
+    resource_version: String,
+    labels: BTreeMap<String, String>,
+    controller: Option<String>,
+    node: Option<String>,
+}
+
+impl Entry {
+    fn of(obj: &Value) -> Self {
+        let controller = obj
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .and_then(|refs| {
+                refs.iter()
+                    .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+            })
+            .and_then(|r| r.get("uid"))
+            .and_then(Value::as_str)
+            .map(String::from);
+        Entry {
+            json: serde_json::to_vec(obj)
+                .unwrap_or_default()
+                .into_boxed_slice(),
+            resource_version: meta::resource_version(obj).to_string(),
+            labels: meta::labels(obj),
+            controller,
+            node: obj
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .map(String::from),
+        }
+    }
+
+    fn parse(&self) -> Arc<Value> {
+        // The bytes were serialized from a Value, so they parse back.
+        Arc::new(serde_json::from_slice(&self.json).unwrap_or(Value::Null))
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    objects: BTreeMap<ObjectKey, Entry>,
+    by_controller: BTreeMap<String, BTreeSet<ObjectKey>>,
+    by_node: BTreeMap<String, BTreeSet<ObjectKey>>,
+}
+
+impl Inner {
+    fn insert(&mut self, key: ObjectKey, e: Entry) -> Option<Entry> {
+        let old = self.remove(&key);
+        if let Some(c) = &e.controller {
+            self.by_controller
+                .entry(c.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        if let Some(n) = &e.node {
+            self.by_node
+                .entry(n.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.objects.insert(key, e);
+        old
+    }
+
+    fn remove(&mut self, key: &ObjectKey) -> Option<Entry> {
+        let old = self.objects.remove(key)?;
+        let unindex = |index: &mut BTreeMap<String, BTreeSet<ObjectKey>>, v: &Option<String>| {
+            if let Some(v) = v {
+                if let Some(set) = index.get_mut(v) {
+                    set.remove(key);
+                    if set.is_empty() {
+                        index.remove(v);
+                    }
+                }
+            }
+        };
+        unindex(&mut self.by_controller, &old.controller);
+        unindex(&mut self.by_node, &old.node);
+        Some(old)
+    }
+
+    fn parse_keys<'a>(&self, keys: impl Iterator<Item = &'a ObjectKey>) -> Vec<Arc<Value>> {
+        keys.filter_map(|k| self.objects.get(k))
+            .map(Entry::parse)
+            .collect()
+    }
+}
+
+/// The cached objects of one resource.
+#[derive(Default)]
+pub struct Cache {
+    inner: RwLock<Inner>,
+}
+
+fn strip(mut obj: Value) -> Value {
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+    obj
+}
+
+impl Cache {
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.inner
+            .read()
+            .objects
+            .get(&ObjectKey::new(namespace, name))
+            .map(Entry::parse)
+    }
+
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+        self.inner
+            .read()
+            .objects
+            .contains_key(&ObjectKey::new(namespace, name))
+    }
+
+    /// Every object, in key order. Parses them all: fine for nodes or
+    /// services, costly for pods.
+    pub fn list(&self) -> Vec<Arc<Value>> {
+        self.inner
+            .read()
+            .objects
+            .values()
+            .map(Entry::parse)
+            .collect()
+    }
+
+    /// The objects of one namespace, in name order (parses them all).
+    pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<Value>> {
+        let inner = self.inner.read();
+        let from = ObjectKey::new(namespace, "");
+        inner
+            .objects
+            .range(from..)
+            .take_while(|(k, _)| k.namespace == namespace)
+            .map(|(_, e)| e.parse())
+            .collect()
+    }
+
+    /// The objects of `namespace` (all namespaces when None) whose labels
+    /// `selector` matches, in key order; only those are parsed.
+    pub fn select(&self, namespace: Option<&str>, selector: &LabelSelector) -> Vec<Arc<Value>> {
+        let inner = self.inner.read();
+        let matching = |(_, e): &(&ObjectKey, &Entry)| selector.matches_map(&e.labels);
+        match namespace {
+            Some(ns) => inner
+                .objects
+                .range(ObjectKey::new(ns, "")..)
+                .take_while(|(k, _)| k.namespace == ns)
+                .filter(matching)
+                .map(|(_, e)| e.parse())
+                .collect(),
+            None => inner
+                .objects
+                .iter()
+                .filter(matching)
+                .map(|(_, e)| e.parse())
+                .collect(),
+        }
+    }
+
+    /// The objects whose controlling owner has `uid`, in key order.
+    pub fn controlled_by(&self, uid: &str) -> Vec<Arc<Value>> {
+        let inner = self.inner.read();
+        match inner.by_controller.get(uid) {
+            Some(keys) => inner.parse_keys(keys.iter()),
+            None => Vec::new(),
+        }
+    }
+
+    /// The pods bound to `node`, in key order.
+    pub fn on_node(&self, node: &str) -> Vec<Arc<Value>> {
+        let inner = self.inner.read();
+        match inner.by_node.get(node) {
+            Some(keys) => inner.parse_keys(keys.iter()),
+            None => Vec::new(),
+        }
+    }
+
+    /// The labels of one object, without parsing it.
+    pub fn labels(&self, namespace: &str, name: &str) -> Option<BTreeMap<String, String>> {
+        self.inner
+            .read()
+            .objects
+            .get(&ObjectKey::new(namespace, name))
+            .map(|e| e.labels.clone())
+    }
+
+    pub fn keys(&self) -> Vec<ObjectKey> {
+        self.inner.read().objects.keys().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.read().objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stores `obj`; the change to report.
+    pub(crate) fn upsert(&self, obj: Value) -> Change {
+        let obj = strip(obj);
+        let key = ObjectKey::of(&obj);
+        let entry = Entry::of(&obj);
+        let new = Arc::new(obj);
+        match self.inner.write().insert(key, entry) {
+            Some(old) => Change::Modified {
+                old: old.parse(),
+                new,
+            },
+            None => Change::Added(new),
+        }
+    }
+
+    /// Drops the object `obj` names; the change to report, with the last
+    /// known state.
+    pub(crate) fn delete(&self, obj: Value) -> Change {
+        let key = ObjectKey::of(&obj);
+        match self.inner.write().remove(&key) {
+            Some(old) => Change::Deleted(old.parse()),
+            None => Change::Deleted(Arc::new(strip(obj))),
+        }
+    }
+
+    /// Makes the cache hold exactly `objects`; the changes, in key order
+    /// (deletions and modifications of known keys, then additions).
+    pub(crate) fn replace(&self, objects: Vec<Value>) -> Vec<Change> {
+        let fresh: BTreeMap<ObjectKey, Value> = objects
+            .into_iter()
+            .map(|o| (ObjectKey::of(&o), strip(o)))
+            .collect();
+        let mut inner = self.inner.write();
+        let old = std::mem::take(&mut *inner);
+        let mut changes = Vec::new();
+        for (k, prev) in &old.objects {
+            match fresh.get(k) {
+                Some(new) if meta::resource_version(new) != prev.resource_version => {
+                    changes.push(Change::Modified {
+                        old: prev.parse(),
+                        new: Arc::new(new.clone()),
+                    })
+                }
+                Some(_) => {}
+                None => changes.push(Change::Deleted(prev.parse())),
+            }
+        }
+        for (k, new) in fresh {
+            if !old.objects.contains_key(&k) {
+                changes.push(Change::Added(Arc::new(new.clone())));
+            }
+            let e = Entry::of(&new);
+            inner.insert(k, e);
+        }
+        changes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, app: &str, owner: &str, node: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ns", "resourceVersion": "1",
+            "labels": {"app": app},
+            "managedFields": [{"manager": "x"}],
+            "ownerReferences": [{"uid": owner, "controller": true}]},
+            "spec": {"nodeName": node}})
+    }
+
+    #[test]
+    fn lookups_by_label_owner_and_node() {
+        let c = Cache::default();
+        c.upsert(pod("a", "web", "rs1", "n1"));
+        c.upsert(pod("b", "db", "rs2", "n1"));
+        c.upsert(pod("c", "web", "rs1", "n2"));
+        let names = |v: Vec<Arc<Value>>| {
+            v.iter()
+                .map(|o| meta::name(o).to_string())
+                .collect::<Vec<_>>()
+        };
+        let web = LabelSelector::parse("app=web").unwrap();
+        assert_eq!(names(c.select(Some("ns"), &web)), ["a", "c"]);
+        assert_eq!(names(c.select(Some("other"), &web)), Vec::<String>::new());
+        assert_eq!(names(c.controlled_by("rs1")), ["a", "c"]);
+        assert_eq!(names(c.on_node("n1")), ["a", "b"]);
+        // Moving a pod updates the indexes.
+        let Change::Modified { old, new } = c.upsert(pod("a", "db", "rs2", "n2")) else {
+            panic!("a is known")
+        };
+        assert_eq!(old["metadata"]["labels"]["app"], "web");
+        assert_eq!(new["metadata"]["labels"]["app"], "db");
+        assert_eq!(names(c.controlled_by("rs1")), ["c"]);
+        assert_eq!(names(c.on_node("n2")), ["a", "c"]);
+        assert!(c.get("ns", "a").unwrap()["metadata"]
+            .get("managedFields")
+            .is_none());
+        c.delete(pod("c", "", "", ""));
+        assert!(c.controlled_by("rs1").is_empty());
+        assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn replace_reports_the_difference() {
+        let c = Cache::default();
+        c.upsert(pod("a", "web", "rs1", "n1"));
+        c.upsert(pod("b", "web", "rs1", "n1"));
+        let mut b2 = pod("b", "web", "rs1", "n1");
+        b2["metadata"]["resourceVersion"] = json!("2");
+        let changes = c.replace(vec![b2, pod("c", "web", "rs1", "n1")]);
+        let kinds: Vec<String> = changes
+            .iter()
+            .map(|ch| match ch {
+                Change::Added(o) => format!("+{}", meta::name(o)),
+                Change::Modified { new, .. } => format!("~{}", meta::name(new)),
+                Change::Deleted(o) => format!("-{}", meta::name(o)),
+            })
+            .collect();
+        assert_eq!(kinds, ["-a", "~b", "+c"]);
+        assert_eq!(c.controlled_by("rs1").len(), 2);
+    }
+}
