@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use kubesim_core::{meta, ApiError, Registry, ResourceInfo};
 use kubesim_runtime::{
-    run_workers, Api, Change, DeleteOptions, Informers, Requeue, ResourceRef, WorkQueue,
+    run_workers, Api, Change, DeleteOptions, Informers, Requeue, ResourceRef, Shape, WorkQueue,
 };
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -151,7 +151,9 @@ impl GarbageCollector {
             if !self.followed.lock().insert(res.storage_key()) {
                 continue;
             }
-            let inf = self.informers.get_metadata(&resource_ref(&res));
+            let inf = self
+                .informers
+                .get_shaped(&resource_ref(&res), Shape::Ownership);
             let (graph, queue, res) = (self.graph.clone(), self.queue.clone(), res.clone());
             inf.on_change(move |c| on_change(&graph, &queue, &res, c));
         }

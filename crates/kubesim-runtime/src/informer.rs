@@ -92,6 +92,38 @@ pub struct Informer {
 
 pub type Transform = fn(Value) -> Value;
 
+/// What an informer keeps of each object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Shape {
+    Full,
+    /// [`metadata_only`].
+    Metadata,
+    /// [`ownership_only`].
+    Ownership,
+}
+
+/// Keeps the identity, owner references, finalizers and deletion state of
+/// an object: all the garbage collector needs, at a fraction of the size.
+pub fn ownership_only(obj: Value) -> Value {
+    let mut obj = metadata_only(obj);
+    if let Some(Value::Object(md)) = obj.get_mut("metadata") {
+        md.retain(|k, _| {
+            matches!(
+                k.as_str(),
+                "name"
+                    | "namespace"
+                    | "uid"
+                    | "resourceVersion"
+                    | "ownerReferences"
+                    | "finalizers"
+                    | "deletionTimestamp"
+                    | "deletionGracePeriodSeconds"
+            )
+        });
+    }
+    obj
+}
+
 /// Keeps `apiVersion`, `kind` and `metadata` only, as upstream's metadata
 /// informers do (PartialObjectMetadata).
 pub fn metadata_only(obj: Value) -> Value {
@@ -312,7 +344,7 @@ pub struct Informers {
     api: Arc<dyn Api>,
     clock: Clock,
     /// Keyed by resource and whether the informer keeps metadata only.
-    started: Mutex<BTreeMap<(ResourceRef, bool), Arc<Informer>>>,
+    started: Mutex<BTreeMap<(ResourceRef, Shape), Arc<Informer>>>,
     spawner: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Arc<Informer>>>>,
     pending: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Arc<Informer>>>>,
 }
@@ -340,25 +372,28 @@ impl Informers {
     /// The informer on every object of `resource`, created on first use;
     /// it runs once [`run`](Self::run) is being polled.
     pub fn get(&self, resource: &ResourceRef) -> Arc<Informer> {
-        self.get_shaped(resource, false)
+        self.get_shaped(resource, Shape::Full)
     }
 
     /// The informer on the metadata of every object of `resource`
     /// ([`metadata_only`]), for consumers such as the garbage collector
     /// that must follow every kind but need little of each object.
     pub fn get_metadata(&self, resource: &ResourceRef) -> Arc<Informer> {
-        self.get_shaped(resource, true)
+        self.get_shaped(resource, Shape::Metadata)
     }
 
-    fn get_shaped(&self, resource: &ResourceRef, metadata: bool) -> Arc<Informer> {
+    /// The informer on `resource` keeping `shape` of each object.
+    pub fn get_shaped(&self, resource: &ResourceRef, shape: Shape) -> Arc<Informer> {
         let mut started = self.started.lock();
-        let key = (resource.clone(), metadata);
+        let key = (resource.clone(), shape);
         if let Some(i) = started.get(&key) {
             return i.clone();
         }
         let mut i = Informer::new(self.api.clone(), resource.clone(), self.clock.clone());
-        if metadata {
-            i = i.with_transform(metadata_only);
+        match shape {
+            Shape::Full => {}
+            Shape::Metadata => i = i.with_transform(metadata_only),
+            Shape::Ownership => i = i.with_transform(ownership_only),
         }
         started.insert(key, i.clone());
         if let Some(tx) = self.spawner.lock().as_ref() {

@@ -15,6 +15,8 @@ pub use api::{
 };
 pub use clock::Clock;
 pub use events::{EventRecorder, EventType};
-pub use informer::{metadata_only, Cache, Change, Informer, Informers, ObjectKey};
+pub use informer::{
+    metadata_only, ownership_only, Cache, Change, Informer, Informers, ObjectKey, Shape,
+};
 pub use rng::Rng;
 pub use workqueue::{run_workers, Requeue, WorkQueue};
