@@ -3,8 +3,14 @@
 //! deleted namespace never goes away, and without the garbage collector
 //! owner references and propagation policies mean nothing.
 
+pub mod conditions;
+pub mod cron;
+pub mod cronjob;
 pub mod gc;
+pub mod hpa;
+pub mod job;
 pub mod namespace;
+pub mod pdb;
 pub mod pods;
 pub mod serviceaccount;
 
@@ -43,8 +49,21 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
     let gc = gc::GarbageCollector::new(api, registry, clock);
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together.
-    let _ = &ctx;
-    tokio::join!(informers.run(), events, ns.run(), defaults.run(), gc.run());
+    let jobs = job::JobController::new(ctx.clone());
+    let cronjobs = cronjob::CronJobController::new(ctx.clone());
+    let hpas = hpa::HpaController::new(ctx.clone());
+    let pdbs = pdb::PdbController::new(ctx.clone());
+    tokio::join!(
+        informers.run(),
+        events,
+        ns.run(),
+        defaults.run(),
+        gc.run(),
+        jobs.run(),
+        cronjobs.run(),
+        hpas.run(),
+        pdbs.run(),
+    );
 }
 
 pub(crate) fn resource_ref(r: &ResourceInfo) -> ResourceRef {
