@@ -245,7 +245,9 @@ fn hpa_scales_a_replica_set_from_pod_metrics_and_top_shows_usage() {
     for name in ["web-a", "web-b"] {
         c.apply(&pod(name));
         let metrics = json!({"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
-            "metadata": {"name": name, "namespace": "default"},
+            // As metrics-server does, the pod's labels are copied so that
+            // `kubectl top pod -l` can select them.
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
             "timestamp": "2026-01-01T00:00:00Z", "window": "15s",
             "containers": [{"name": "c", "usage": {"cpu": "400m", "memory": "40Mi"}}]});
         c.server.json(
