@@ -47,12 +47,12 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
     let ns = namespace::NamespaceController::new(api.clone(), registry.clone(), clock.clone());
     let defaults = serviceaccount::NamespaceDefaults::new(api.clone(), clock.clone(), root_ca);
     let gc = gc::GarbageCollector::new(api, registry, clock);
-    // Joined rather than spawned so that dropping (or aborting) this future
-    // stops every loop together.
     let jobs = job::JobController::new(ctx.clone());
     let cronjobs = cronjob::CronJobController::new(ctx.clone());
     let hpas = hpa::HpaController::new(ctx.clone());
     let pdbs = pdb::PdbController::new(ctx.clone());
+    // Joined rather than spawned so that dropping (or aborting) this future
+    // stops every loop together.
     tokio::join!(
         informers.run(),
         events,

@@ -282,3 +282,57 @@ fn hpa_scales_a_replica_set_from_pod_metrics_and_top_shows_usage() {
     assert!(top.contains("400m"), "{top}");
     assert!(top.contains("40Mi"), "{top}");
 }
+
+const BUDGET: &str = r#"
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: db
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: db}}
+"#;
+
+#[test]
+fn evictions_spend_the_budget() {
+    let c = start("pdb");
+    let _kubelet = FakeKubelet::start(c.server.port(), false);
+    for name in ["db-0", "db-1", "db-2"] {
+        c.apply(&pod(name).replace("app: web", "app: db"));
+    }
+    c.until(&["get", "pods", "-l", "app=db"], |s| {
+        s.matches("Running").count() == 3
+    });
+    c.apply(BUDGET);
+    let out = c.until(&["get", "pdb", "db"], |s| {
+        s.lines()
+            .nth(1)
+            .is_some_and(|l| l.split_whitespace().nth(3) == Some("1"))
+    });
+    assert!(out.contains("db"), "{out}");
+    let evict = |pod: &str| {
+        let body = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": pod, "namespace": "default"}})
+        .to_string();
+        c.server.request(
+            "POST",
+            &format!("/api/v1/namespaces/default/pods/{pod}/eviction"),
+            Some(&body),
+        )
+    };
+    let (status, body) = evict("db-0");
+    assert_eq!(status, 201, "{body}");
+    // The one allowed disruption is spent at once, before the controller
+    // has seen the pod go.
+    let allowed = c.ok(&[
+        "get",
+        "pdb",
+        "db",
+        "-o",
+        "jsonpath={.status.disruptionsAllowed}",
+    ]);
+    assert_eq!(allowed, "0");
+    let (status, body) = evict("db-1");
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("disruption budget"), "{body}");
+}
