@@ -3,10 +3,16 @@
 //! deleted namespace never goes away, and without the garbage collector
 //! owner references and propagation policies mean nothing.
 
+pub mod conditions;
+pub mod cron;
+pub mod cronjob;
 pub mod endpoints;
 pub mod gc;
+pub mod hpa;
+pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
+pub mod pdb;
 pub mod pods;
 pub mod serviceaccount;
 pub mod taint_eviction;
@@ -44,6 +50,10 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
     let ns = namespace::NamespaceController::new(api.clone(), registry.clone(), clock.clone());
     let defaults = serviceaccount::NamespaceDefaults::new(api.clone(), clock.clone(), root_ca);
     let gc = gc::GarbageCollector::new(api, registry, informers.clone());
+    let jobs = job::JobController::new(ctx.clone());
+    let cronjobs = cronjob::CronJobController::new(ctx.clone());
+    let hpas = hpa::HpaController::new(ctx.clone());
+    let pdbs = pdb::PdbController::new(ctx.clone());
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together.
     tokio::join!(
@@ -56,6 +66,10 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
         endpoints::slices::run(ctx.clone()),
         nodelifecycle::run(ctx.clone()),
         taint_eviction::run(ctx.clone()),
+        jobs.run(),
+        cronjobs.run(),
+        hpas.run(),
+        pdbs.run(),
     );
 }
 

@@ -20,7 +20,7 @@ fn leases() -> ResourceRef {
     ResourceRef::new("coordination.k8s.io", "v1", "leases")
 }
 
-async fn renew(c: &support::Cluster, node: &str) {
+async fn renew(c: &support::Env, node: &str) {
     let now = meta::format_micro_time(c.clock.now());
     let patch = json!({"spec": {"renewTime": now}}).to_string();
     c.api
@@ -64,7 +64,7 @@ fn ready(node: &Value) -> String {
 
 #[tokio::test(start_paused = true)]
 async fn silent_nodes_become_unknown_and_lose_their_pods() {
-    let c = support::cluster().await;
+    let c = support::start().await;
     let now = meta::format_time(c.clock.now());
     c.create(
         &nodes(),
@@ -72,8 +72,8 @@ async fn silent_nodes_become_unknown_and_lose_their_pods() {
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
     )
     .await;
-    c.patch_status(&nodes(), "", "n1", json!({"status": {"conditions": [
-        {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now, "lastTransitionTime": now}]}}))
+    c.patch_status_of(&nodes(), "", "n1", json!({"conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now, "lastTransitionTime": now}]}))
         .await;
     c.create(
         &leases(),
@@ -102,7 +102,7 @@ async fn silent_nodes_become_unknown_and_lose_their_pods() {
 
     // Heartbeats every 10 s keep the node Ready for a minute.
     for _ in 0..6 {
-        c.advance(Duration::from_secs(10)).await;
+        c.clock.sleep(Duration::from_secs(10)).await;
         renew(&c, "n1").await;
     }
     let n = c.get(&nodes(), "", "n1").await.unwrap();
@@ -110,9 +110,9 @@ async fn silent_nodes_become_unknown_and_lose_their_pods() {
     assert!(taint_keys(&n).is_empty());
 
     // Silence: 39 s is still within the grace period, 41 s is not.
-    c.advance(Duration::from_secs(39)).await;
+    c.clock.sleep(Duration::from_secs(39)).await;
     assert_eq!(ready(&c.get(&nodes(), "", "n1").await.unwrap()), "True");
-    c.advance(Duration::from_secs(2)).await;
+    c.clock.sleep(Duration::from_secs(2)).await;
     let n = c.get(&nodes(), "", "n1").await.unwrap();
     assert_eq!(ready(&n), "Unknown");
     assert_eq!(
@@ -124,7 +124,7 @@ async fn silent_nodes_become_unknown_and_lose_their_pods() {
     );
 
     // The short toleration runs out first; the default one at 300 s.
-    c.advance(Duration::from_secs(11)).await;
+    c.clock.sleep(Duration::from_secs(11)).await;
     let pods = ResourceRef::core("pods");
     assert!(c
         .get(&pods, "default", "short")
@@ -134,7 +134,7 @@ async fn silent_nodes_become_unknown_and_lose_their_pods() {
         .get(&pods, "default", "default-tolerations")
         .await
         .is_some_and(|p| !meta::is_deleting(&p)));
-    c.advance(Duration::from_secs(290)).await;
+    c.clock.sleep(Duration::from_secs(290)).await;
     assert!(c
         .get(&pods, "default", "default-tolerations")
         .await
@@ -143,9 +143,9 @@ async fn silent_nodes_become_unknown_and_lose_their_pods() {
     // The kubelet comes back: Ready again, taints gone.
     renew(&c, "n1").await;
     let now = meta::format_time(c.clock.now());
-    c.patch_status(&nodes(), "", "n1", json!({"status": {"conditions": [
-        {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now, "lastTransitionTime": now}]}}))
+    c.patch_status_of(&nodes(), "", "n1", json!({"conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now, "lastTransitionTime": now}]}))
         .await;
-    c.advance(Duration::from_secs(1)).await;
+    c.clock.sleep(Duration::from_secs(1)).await;
     assert!(taint_keys(&c.get(&nodes(), "", "n1").await.unwrap()).is_empty());
 }

@@ -22,22 +22,22 @@ fn pod(name: &str) -> Value {
             "ports": [{"name": "http", "containerPort": 8080}]}]}})
 }
 
-async fn run_pod(c: &support::Cluster, name: &str, ip: &str, ready: bool) {
+async fn run_pod(c: &support::Env, name: &str, ip: &str, ready: bool) {
     c.create(&pods(), "default", pod(name)).await;
     let status = if ready { "True" } else { "False" };
-    c.patch_status(
+    c.patch_status_of(
         &pods(),
         "default",
         name,
-        json!({"status": {"phase": "Running", "podIP": ip,
-            "conditions": [{"type": "Ready", "status": status}]}}),
+        json!({"phase": "Running", "podIP": ip,
+            "conditions": [{"type": "Ready", "status": status}]}),
     )
     .await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn services_get_endpoints_and_slices_of_their_pods() {
-    let c = support::cluster().await;
+    let c = support::start().await;
     c.create(
         &ResourceRef::core("services"),
         "default",
@@ -52,7 +52,7 @@ async fn services_get_endpoints_and_slices_of_their_pods() {
     let mut other = pod("other");
     other["metadata"]["labels"]["app"] = json!("db");
     c.create(&pods(), "default", other).await;
-    c.advance(Duration::from_secs(1)).await;
+    c.clock.sleep(Duration::from_secs(1)).await;
 
     let ep = c
         .get(&ResourceRef::core("endpoints"), "default", "web")
@@ -112,7 +112,7 @@ async fn services_get_endpoints_and_slices_of_their_pods() {
         )
         .await
         .unwrap();
-    c.advance(Duration::from_secs(1)).await;
+    c.clock.sleep(Duration::from_secs(1)).await;
     let ep = c
         .get(&ResourceRef::core("endpoints"), "default", "web")
         .await
@@ -127,7 +127,7 @@ async fn services_get_endpoints_and_slices_of_their_pods() {
         )
         .await
         .unwrap();
-    c.advance(Duration::from_secs(1)).await;
+    c.clock.sleep(Duration::from_secs(1)).await;
     assert!(c
         .get(&ResourceRef::core("endpoints"), "default", "web")
         .await

@@ -80,6 +80,13 @@ pub const ALL_VERBS: &[&str] = &[
     "update",
     "watch",
 ];
+/// The group of the resource metrics API (PodMetrics, NodeMetrics).
+pub const METRICS_GROUP: &str = "metrics.k8s.io";
+/// Upstream serves metrics read-only; kubesim also lets the components
+/// that produce them write them.
+pub const METRICS_VERBS: &[&str] = &[
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
 pub const SUB_VERBS: &[&str] = &["get", "patch", "update"];
 
 impl ResourceInfo {
@@ -499,6 +506,30 @@ const BUILTINS: &[Builtin] = &[
         false,
         &[],
     ),
+    // The resource metrics API. Upstream serves it from metrics-server
+    // through aggregation; here the objects are stored, written by the
+    // emulated kubelets (or tests) and read by the autoscaler and
+    // `kubectl top`.
+    b(
+        "metrics.k8s.io",
+        "v1beta1",
+        "NodeMetrics",
+        "nodes",
+        Cluster,
+        &[],
+        false,
+        &[],
+    ),
+    b(
+        "metrics.k8s.io",
+        "v1beta1",
+        "PodMetrics",
+        "pods",
+        Namespaced,
+        &[],
+        false,
+        &[],
+    ),
     b(
         "apiextensions.k8s.io",
         "v1",
@@ -526,6 +557,7 @@ pub const GROUP_ORDER: &[&str] = &[
     "scheduling.k8s.io",
     "coordination.k8s.io",
     "discovery.k8s.io",
+    "metrics.k8s.io",
 ];
 
 fn subresource(name: &'static str, kind: &str) -> Subresource {
@@ -602,6 +634,7 @@ fn builtin_info(bi: &Builtin) -> ResourceInfo {
     }
     let verbs: Vec<&'static str> = match bi.plural {
         "bindings" => vec!["create"],
+        _ if bi.group == METRICS_GROUP => METRICS_VERBS.to_vec(),
         _ => ALL_VERBS.to_vec(),
     };
     ResourceInfo {
@@ -787,6 +820,23 @@ mod tests {
             Some("Scale")
         );
         assert_eq!(d.subresource("status").map(|s| s.group), Some("apps"));
+    }
+
+    #[test]
+    fn metrics_api_is_served() {
+        let r = Registry::new();
+        let pm = r
+            .get("metrics.k8s.io", "v1beta1", "pods")
+            .expect("pod metrics");
+        assert_eq!(pm.kind, "PodMetrics");
+        assert!(pm.namespaced());
+        assert_eq!(pm.storage_key(), "pods.metrics.k8s.io");
+        assert!(pm.verbs.contains(&"watch") && pm.verbs.contains(&"create"));
+        let nm = r
+            .get("metrics.k8s.io", "v1beta1", "nodes")
+            .expect("node metrics");
+        assert_eq!(nm.kind, "NodeMetrics");
+        assert!(!nm.namespaced());
     }
 
     #[test]

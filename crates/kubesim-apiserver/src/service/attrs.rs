@@ -26,7 +26,13 @@ pub fn compute(resource: &ResourceInfo, obj: &Value) -> Attrs {
 }
 
 fn split(attrs: &[Box<str>]) -> (&[Box<str>], &[Box<str>]) {
-    match attrs.iter().position(|s| s.is_empty()) {
+    // Only a field-name slot can hold the separator: a field's value may
+    // itself be empty (an unscheduled pod's spec.nodeName).
+    match attrs
+        .iter()
+        .enumerate()
+        .position(|(i, s)| i % 2 == 0 && s.is_empty())
+    {
         Some(i) => (&attrs[..i], &attrs[i + 1..]),
         None => (attrs, &[]),
     }
@@ -57,5 +63,21 @@ impl Filter {
         }
         let (fields, labels) = split(attrs);
         self.fields.matches(&|f| lookup(fields, f)) && self.labels.matches(&|k| lookup(labels, k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_field_value_does_not_hide_the_labels() {
+        let attrs: Vec<Box<str>> = ["spec.nodeName", "", "", "app", "web"]
+            .into_iter()
+            .map(Box::from)
+            .collect();
+        let (fields, labels) = split(&attrs);
+        assert_eq!(lookup(fields, "spec.nodeName"), Some(""));
+        assert_eq!(lookup(labels, "app"), Some("web"));
     }
 }

@@ -260,6 +260,7 @@ impl Server {
             .snapshot(&pdbs.storage_key(), None)
             .map_err(super::store_error)?;
         let prefix = format!("{ns}/");
+        let mut matching = Vec::new();
         for (k, rec) in snap.items.iter() {
             if !k.starts_with(prefix.as_str()) {
                 continue;
@@ -274,19 +275,30 @@ impl Server {
             if sel.is_empty() || !sel.matches_map(&labels) {
                 continue;
             }
-            let allowed = pdb
-                .get("status")
-                .and_then(|s| s.get("disruptionsAllowed"))
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            if allowed <= 0 {
-                return Err(ApiError::too_many_requests(
-                    format!("Cannot evict pod as it would violate the pod's disruption budget. The disruption budget {} needs {} healthy pods and has {} currently",
-                        meta::name(&pdb),
-                        pdb.get("status").and_then(|s| s.get("desiredHealthy")).and_then(Value::as_i64).unwrap_or(0),
-                        pdb.get("status").and_then(|s| s.get("currentHealthy")).and_then(Value::as_i64).unwrap_or(0)),
-                    10,
+            matching.push(pdb);
+        }
+        // A pod that is not running (finished, pending, or already going)
+        // disrupts nothing: upstream evicts it without asking the budget.
+        let phase = pod
+            .get("status")
+            .and_then(|s| s.get("phase"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let exempt =
+            matches!(phase, "Succeeded" | "Failed" | "Pending" | "") || meta::is_deleting(&pod);
+        let dry_run = eviction
+            .get("deleteOptions")
+            .and_then(|d| d.get("dryRun"))
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        if !exempt {
+            if matching.len() > 1 {
+                return Err(ApiError::internal(
+                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
                 ));
+            }
+            if let Some(pdb) = matching.first() {
+                self.take_disruption(&pdbs, ns, pdb, name, dry_run).await?;
             }
         }
         let d = eviction.get("deleteOptions");
@@ -314,6 +326,92 @@ impl Server {
         Ok(
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
         )
+    }
+
+    /// Spends one of `pdb`'s allowed disruptions on evicting `pod`: the
+    /// budget's status loses one `disruptionsAllowed` and records the pod
+    /// in `disruptedPods` until the disruption controller sees it go, so
+    /// two evictions racing cannot both spend the last disruption.
+    async fn take_disruption(
+        &self,
+        pdbs: &ResourceInfo,
+        ns: &str,
+        pdb: &Value,
+        pod: &str,
+        dry_run: bool,
+    ) -> Result<(), ApiError> {
+        let refuse = |p: &Value| {
+            let num = |k: &str| {
+                p.get("status")
+                    .and_then(|s| s.get(k))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+            };
+            ApiError::too_many_requests(
+                format!("Cannot evict pod as it would violate the pod's disruption budget. The disruption budget {} needs {} healthy pods and has {} currently",
+                    meta::name(p), num("desiredHealthy"), num("currentHealthy")),
+                10,
+            )
+        };
+        let generation = pdb
+            .get("metadata")
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let observed = pdb
+            .get("status")
+            .and_then(|s| s.get("observedGeneration"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if observed < generation {
+            return Err(ApiError::too_many_requests(
+                format!(
+                    "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget {} is still being processed by the server.",
+                    meta::name(pdb)
+                ),
+                10,
+            ));
+        }
+        let allowed = |p: &Value| {
+            p.get("status")
+                .and_then(|s| s.get("disruptionsAllowed"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+        };
+        if allowed(pdb) <= 0 {
+            return Err(refuse(pdb));
+        }
+        if dry_run {
+            return Ok(());
+        }
+        let now = meta::format_time(self.clock.now());
+        let uid = meta::uid(pdb).to_string();
+        self.update_with(
+            pdbs,
+            ns,
+            meta::name(pdb),
+            Part::Status,
+            &WriteOptions::default(),
+            None,
+            false,
+            &mut |cur| {
+                if meta::uid(cur) != uid || allowed(cur) <= 0 {
+                    return Err(refuse(cur));
+                }
+                let mut out = cur.clone();
+                let n = allowed(cur) - 1;
+                if let Some(st) = out.get_mut("status").and_then(Value::as_object_mut) {
+                    st.insert("disruptionsAllowed".into(), json!(n));
+                    let dp = st.entry("disruptedPods").or_insert_with(|| json!({}));
+                    if let Some(m) = dp.as_object_mut() {
+                        m.insert(pod.to_string(), json!(now));
+                    }
+                }
+                Ok(out)
+            },
+        )
+        .await?;
+        Ok(())
     }
 
     /// PUT namespaces/<name>/finalize: replaces `spec.finalizers`; a
