@@ -3,91 +3,14 @@
 
 mod common;
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::kubectl::Cluster;
 use common::kubelet::FakeKubelet;
-use common::Kubesim;
 use serde_json::json;
 
-/// Polls at most this many times, `STEP` apart.
-const TRIES: usize = 300;
-const STEP: Duration = Duration::from_millis(200);
-
-struct Cluster {
-    server: Kubesim,
-    dir: PathBuf,
-    kubeconfig: PathBuf,
-}
-
 fn start(name: &str) -> Cluster {
-    let server = Kubesim::start_ephemeral(&format!("batch-{name}"));
-    Cluster {
-        dir: server.data_dir().to_path_buf(),
-        kubeconfig: server.kubeconfig(),
-        server,
-    }
-}
-
-impl Cluster {
-    fn kubectl_in(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut cmd = Command::new("kubectl");
-        cmd.env("KUBECONFIG", &self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.dir.join("cache"))
-            .args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("kubectl is installed");
-        if let Some(s) = stdin {
-            child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
-        }
-        child.wait_with_output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        self.ok_in(args, None)
-    }
-
-    fn ok_in(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let o = self.kubectl_in(args, stdin);
-        assert!(
-            o.status.success(),
-            "kubectl {args:?} failed:\n{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn apply(&self, manifest: &str) {
-        self.ok_in(&["apply", "-f", "-"], Some(manifest));
-    }
-
-    /// Polls `kubectl args` until its output satisfies `cond`.
-    fn until(&self, args: &[&str], cond: impl Fn(&str) -> bool) -> String {
-        let mut last = String::new();
-        for _ in 0..TRIES {
-            let o = self.kubectl_in(args, None);
-            last = format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
-            if o.status.success() && cond(&last) {
-                return last;
-            }
-            std::thread::sleep(STEP);
-        }
-        panic!("kubectl {args:?} never satisfied the condition; last output:\n{last}");
-    }
+    Cluster::start(&format!("batch-{name}"))
 }
 
 const JOB: &str = r#"

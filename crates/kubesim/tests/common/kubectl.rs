@@ -99,4 +99,28 @@ impl Cluster {
         assert!(!o.status.success(), "kubectl {args:?} should fail");
         String::from_utf8_lossy(&o.stderr).into_owned()
     }
+
+    /// Applies a manifest from stdin.
+    pub fn apply(&self, manifest: &str) {
+        self.apply_stdin(&["apply", "-f", "-"], manifest);
+    }
+
+    /// Polls `kubectl args` (up to 300 times, 200 ms apart) until it
+    /// succeeds with output satisfying `cond`; returns that output.
+    pub fn until(&self, args: &[&str], cond: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        for _ in 0..300 {
+            let o = self.kubectl(args);
+            last = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            if o.status.success() && cond(&last) {
+                return last;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("kubectl {args:?} never satisfied the condition; last output:\n{last}");
+    }
 }
