@@ -3,10 +3,19 @@
 //! deleted namespace never goes away, and without the garbage collector
 //! owner references and propagation policies mean nothing.
 
+pub mod daemonset;
+pub mod deployment;
+pub mod expectations;
 pub mod gc;
+pub mod hash;
+pub mod intstr;
 pub mod namespace;
+pub mod node_fit;
+pub mod ownership;
 pub mod pods;
+pub mod replicaset;
 pub mod serviceaccount;
+pub mod statefulset;
 
 use std::sync::Arc;
 
@@ -43,8 +52,21 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
     let gc = gc::GarbageCollector::new(api, registry, clock);
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together.
-    let _ = &ctx;
-    tokio::join!(informers.run(), events, ns.run(), defaults.run(), gc.run());
+    let replicasets = replicaset::ReplicaSetController::new(ctx.clone());
+    let deployments = deployment::DeploymentController::new(ctx.clone());
+    let statefulsets = statefulset::StatefulSetController::new(ctx.clone());
+    let daemonsets = daemonset::DaemonSetController::new(ctx.clone());
+    tokio::join!(
+        informers.run(),
+        events,
+        ns.run(),
+        defaults.run(),
+        gc.run(),
+        replicasets.run(),
+        deployments.run(),
+        statefulsets.run(),
+        daemonsets.run(),
+    );
 }
 
 pub(crate) fn resource_ref(r: &ResourceInfo) -> ResourceRef {

@@ -26,7 +26,14 @@ pub fn compute(resource: &ResourceInfo, obj: &Value) -> Attrs {
 }
 
 fn split(attrs: &[Box<str>]) -> (&[Box<str>], &[Box<str>]) {
-    match attrs.iter().position(|s| s.is_empty()) {
+    // Only names sit at even positions; a value may be empty (an unbound
+    // pod's spec.nodeName), so the separator is the first empty name.
+    match attrs
+        .iter()
+        .step_by(2)
+        .position(|s| s.is_empty())
+        .map(|i| i * 2)
+    {
         Some(i) => (&attrs[..i], &attrs[i + 1..]),
         None => (attrs, &[]),
     }
@@ -57,5 +64,21 @@ impl Filter {
         }
         let (fields, labels) = split(attrs);
         self.fields.matches(&|f| lookup(fields, f)) && self.labels.matches(&|k| lookup(labels, k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_field_value_is_not_the_separator() {
+        let attrs: Vec<Box<str>> = ["spec.nodeName", "", "", "app", "web"]
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        let (fields, labels) = split(&attrs);
+        assert_eq!(fields.len(), 2);
+        assert_eq!(lookup(labels, "app"), Some("web"));
     }
 }
