@@ -72,10 +72,11 @@ pub fn safe_encode(s: &str) -> String {
 
 /// The hash of a pod template. A collision count (bumped when a name made
 /// from the hash is taken by something else) is mixed in as four
-/// little-endian bytes, so each bump gives a new name.
+/// little-endian bytes, so each bump gives a new name; a count of zero is
+/// the same as none, so writing `collisionCount: 0` changes nothing.
 pub fn template_hash(template: &Value, collision_count: Option<i64>) -> String {
     let mut h = fnv1a(FNV_OFFSET, canonical_json(template).as_bytes());
-    if let Some(c) = collision_count {
+    if let Some(c) = collision_count.filter(|&c| c > 0) {
         h = fnv1a(h, &(c as u32).to_le_bytes());
     }
     safe_encode(&h.to_string())
@@ -97,8 +98,8 @@ mod tests {
 
     #[test]
     fn encoding_maps_digits_by_byte_value() {
-        // '0' is byte 48, 48 % 27 = 21 -> '4'; '1' -> 22 -> '5'; '9' -> 57 % 27 = 3 -> 'g'.
-        assert_eq!(safe_encode("019"), "45g");
+        // '0' is byte 48, 48 % 27 = 21 -> '4'; '1' -> 22 -> '5'; '9' -> 57 % 27 = 3 -> 'f' (b, c, d, f).
+        assert_eq!(safe_encode("019"), "45f");
     }
 
     #[test]
@@ -113,6 +114,7 @@ mod tests {
         );
         assert_eq!(template_hash(&a, None), template_hash(&b, None));
         assert_ne!(template_hash(&a, None), template_hash(&a, Some(1)));
+        assert_eq!(template_hash(&a, None), template_hash(&a, Some(0)));
         assert_ne!(
             template_hash(&json!({"spec": {"image": "a"}}), None),
             template_hash(&json!({"spec": {"image": "b"}}), None)

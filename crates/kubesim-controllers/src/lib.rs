@@ -8,6 +8,7 @@ pub mod deployment;
 pub mod expectations;
 pub mod gc;
 pub mod hash;
+pub mod history;
 pub mod intstr;
 pub mod namespace;
 pub mod node_fit;

@@ -46,7 +46,10 @@ async fn rolled_out(env: &Env, name: &str) -> bool {
 
 /// Calls `observe(pods)` on every change of the namespace's pods, with the
 /// informer's view after the change.
-fn watch_pods(env: &Env, observe: impl Fn(&[Arc<Value>]) + Send + Sync + 'static) -> tokio::task::JoinHandle<()> {
+fn watch_pods(
+    env: &Env,
+    observe: impl Fn(&[Arc<Value>]) + Send + Sync + 'static,
+) -> tokio::task::JoinHandle<()> {
     let informers = Informers::new(env.api.clone(), env.clock.clone());
     let inf = informers.get(&pods());
     let cache = inf.cache();
@@ -66,14 +69,23 @@ async fn rolling_update_keeps_within_surge_and_unavailability() {
     let env = start(Some(Duration::from_secs(2))).await;
     // 4 replicas, maxSurge 25% -> 1 (rounded up), maxUnavailable 25% -> 1.
     let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}});
-    env.create(&deploy(), "default", deployment("web", 4, strategy, "nginx:1")).await;
-    env.eventually("first rollout", || rolled_out(&env, "web")).await;
+    env.create(
+        &deploy(),
+        "default",
+        deployment("web", 4, strategy, "nginx:1"),
+    )
+    .await;
+    env.eventually("first rollout", || rolled_out(&env, "web"))
+        .await;
 
     let seen = Arc::new(Mutex::new((0usize, usize::MAX, 0usize)));
     let s = seen.clone();
     let watcher = watch_pods(&env, move |ps| {
         let total = ps.len();
-        let ready = ps.iter().filter(|p| p["status"]["conditions"][0]["status"] == "True").count();
+        let ready = ps
+            .iter()
+            .filter(|p| p["status"]["conditions"][0]["status"] == "True")
+            .count();
         let mut g = s.lock().unwrap();
         g.0 = g.0.max(total);
         g.1 = g.1.min(ready);
@@ -83,23 +95,44 @@ async fn rolling_update_keeps_within_surge_and_unavailability() {
     set_image(&env, "web", "nginx:2").await;
     env.eventually("second rollout", || async {
         rolled_out(&env, "web").await
-            && env.list(&pods(), "default", "app=web").await.iter().all(|p| image_of(p) == "nginx:2")
+            && env
+                .list(&pods(), "default", "app=web")
+                .await
+                .iter()
+                .all(|p| image_of(p) == "nginx:2")
     })
     .await;
     watcher.abort();
     let (max_total, min_ready, changes) = *seen.lock().unwrap();
-    assert!(changes > 8, "the watcher saw the rollout ({changes} changes)");
-    assert!(max_total <= 5, "never more than replicas + maxSurge pods: {max_total}");
-    assert!(min_ready >= 3, "never fewer than replicas - maxUnavailable ready: {min_ready}");
+    assert!(
+        changes > 8,
+        "the watcher saw the rollout ({changes} changes)"
+    );
+    assert!(
+        max_total <= 5,
+        "never more than replicas + maxSurge pods: {max_total}"
+    );
+    assert!(
+        min_ready >= 3,
+        "never fewer than replicas - maxUnavailable ready: {min_ready}"
+    );
 
     let sets = env.list(&rs(), "default", "app=web").await;
     assert_eq!(sets.len(), 2);
     for set in &sets {
         let rev = &set["metadata"]["annotations"]["deployment.kubernetes.io/revision"];
-        let hash = set["metadata"]["labels"]["pod-template-hash"].as_str().unwrap();
+        let hash = set["metadata"]["labels"]["pod-template-hash"]
+            .as_str()
+            .unwrap();
         assert_eq!(meta::name(set), format!("web-{hash}"));
-        assert_eq!(set["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"], "4");
-        assert_eq!(set["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"], "5");
+        assert_eq!(
+            set["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"],
+            "4"
+        );
+        assert_eq!(
+            set["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"],
+            "5"
+        );
         if set["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2" {
             assert_eq!(rev, "2");
             assert_eq!(set["spec"]["replicas"], 4);
@@ -109,9 +142,17 @@ async fn rolling_update_keeps_within_surge_and_unavailability() {
         }
     }
     let d = env.get(&deploy(), "default", "web").await.unwrap();
-    assert_eq!(d["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "2");
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "2"
+    );
     let conds = d["status"]["conditions"].as_array().unwrap();
-    let reason = |t: &str| conds.iter().find(|c| c["type"] == t).map(|c| c["reason"].clone());
+    let reason = |t: &str| {
+        conds
+            .iter()
+            .find(|c| c["type"] == t)
+            .map(|c| c["reason"].clone())
+    };
     assert_eq!(reason("Available"), Some(json!("MinimumReplicasAvailable")));
     assert_eq!(reason("Progressing"), Some(json!("NewReplicaSetAvailable")));
     assert_eq!(d["status"]["updatedReplicas"], 4);
@@ -122,8 +163,14 @@ async fn rolling_update_keeps_within_surge_and_unavailability() {
 #[tokio::test(start_paused = true)]
 async fn recreate_removes_old_pods_before_creating_new_ones() {
     let env = start(Some(Duration::from_secs(2))).await;
-    env.create(&deploy(), "default", deployment("db", 3, json!({"type": "Recreate"}), "pg:1")).await;
-    env.eventually("first rollout", || rolled_out(&env, "db")).await;
+    env.create(
+        &deploy(),
+        "default",
+        deployment("db", 3, json!({"type": "Recreate"}), "pg:1"),
+    )
+    .await;
+    env.eventually("first rollout", || rolled_out(&env, "db"))
+        .await;
     let overlap = Arc::new(Mutex::new(false));
     let o = overlap.clone();
     let watcher = watch_pods(&env, move |ps| {
@@ -137,7 +184,11 @@ async fn recreate_removes_old_pods_before_creating_new_ones() {
     set_image(&env, "db", "pg:2").await;
     env.eventually("second rollout", || async {
         rolled_out(&env, "db").await
-            && env.list(&pods(), "default", "app=db").await.iter().all(|p| image_of(p) == "pg:2")
+            && env
+                .list(&pods(), "default", "app=db")
+                .await
+                .iter()
+                .all(|p| image_of(p) == "pg:2")
     })
     .await;
     watcher.abort();
@@ -156,7 +207,11 @@ async fn history_is_pruned_and_rollback_reuses_the_old_replica_set() {
         set_image(&env, "api", v).await;
         env.eventually(v, || async {
             rolled_out(&env, "api").await
-                && env.list(&pods(), "default", "app=api").await.iter().all(|p| image_of(p) == v)
+                && env
+                    .list(&pods(), "default", "app=api")
+                    .await
+                    .iter()
+                    .all(|p| image_of(p) == v)
         })
         .await;
     }
@@ -165,8 +220,14 @@ async fn history_is_pruned_and_rollback_reuses_the_old_replica_set() {
             .iter()
             .map(|s| {
                 (
-                    s["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap().to_string(),
-                    s["metadata"]["annotations"]["deployment.kubernetes.io/revision"].as_str().unwrap().to_string(),
+                    s["spec"]["template"]["spec"]["containers"][0]["image"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                    s["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
                 )
             })
             .collect();
@@ -178,21 +239,37 @@ async fn history_is_pruned_and_rollback_reuses_the_old_replica_set() {
     })
     .await;
     let sets = env.list(&rs(), "default", "app=api").await;
-    assert_eq!(revisions(&sets), [("v3".into(), "3".into()), ("v4".into(), "4".into())]);
-    let v3 = sets.iter().find(|s| s["spec"]["template"]["spec"]["containers"][0]["image"] == "v3").unwrap();
+    assert_eq!(
+        revisions(&sets),
+        [("v3".into(), "3".into()), ("v4".into(), "4".into())]
+    );
+    let v3 = sets
+        .iter()
+        .find(|s| s["spec"]["template"]["spec"]["containers"][0]["image"] == "v3")
+        .unwrap();
     let v3_uid = meta::uid(v3).to_string();
     // Rolling back to v3 reuses its ReplicaSet under a new revision.
     set_image(&env, "api", "v3").await;
     env.eventually("back to v3", || async {
         rolled_out(&env, "api").await
-            && env.list(&pods(), "default", "app=api").await.iter().all(|p| image_of(p) == "v3")
+            && env
+                .list(&pods(), "default", "app=api")
+                .await
+                .iter()
+                .all(|p| image_of(p) == "v3")
     })
     .await;
     let sets = env.list(&rs(), "default", "app=api").await;
-    assert_eq!(revisions(&sets), [("v3".into(), "5".into()), ("v4".into(), "4".into())]);
+    assert_eq!(
+        revisions(&sets),
+        [("v3".into(), "5".into()), ("v4".into(), "4".into())]
+    );
     assert!(sets.iter().any(|s| meta::uid(s) == v3_uid));
     let d = env.get(&deploy(), "default", "api").await.unwrap();
-    assert_eq!(d["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "5");
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "5"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -209,18 +286,30 @@ async fn a_rollout_that_never_becomes_ready_exceeds_its_deadline() {
             .and_then(|cs| cs.iter().find(|c| c["type"] == "Progressing").cloned())
             .unwrap_or(Value::Null)
     };
-    env.eventually("progressing", || async { progressing().await["status"] == "True" }).await;
+    env.eventually("progressing", || async {
+        progressing().await["status"] == "True"
+    })
+    .await;
     let start = env.clock.now();
     env.eventually("deadline exceeded", || async {
         progressing().await["reason"] == "ProgressDeadlineExceeded"
     })
     .await;
     let waited = env.clock.now().duration_since(start).as_secs();
-    assert!((29..=33).contains(&waited), "reported {waited}s after the start");
+    assert!(
+        (29..=33).contains(&waited),
+        "reported {waited}s after the start"
+    );
     let c = progressing().await;
     assert_eq!(c["status"], "False");
     let d = env.get(&deploy(), "default", "stuck").await.unwrap();
-    let avail = d["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Available").unwrap().clone();
+    let avail = d["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Available")
+        .unwrap()
+        .clone();
     assert_eq!(avail["reason"], "MinimumReplicasUnavailable");
     assert_eq!(d["status"]["unavailableReplicas"], 2);
     let _ = ObjectKey::new("", "");
@@ -229,9 +318,15 @@ async fn a_rollout_that_never_becomes_ready_exceeds_its_deadline() {
 #[tokio::test(start_paused = true)]
 async fn scaling_mid_rollout_and_at_rest() {
     let env = start(Some(Duration::from_secs(2))).await;
-    env.create(&deploy(), "default", deployment("s", 2, json!({"type": "RollingUpdate"}), "a")).await;
+    env.create(
+        &deploy(),
+        "default",
+        deployment("s", 2, json!({"type": "RollingUpdate"}), "a"),
+    )
+    .await;
     env.eventually("2", || rolled_out(&env, "s")).await;
-    env.merge(&deploy(), "default", "s", json!({"spec": {"replicas": 5}})).await;
+    env.merge(&deploy(), "default", "s", json!({"spec": {"replicas": 5}}))
+        .await;
     env.eventually("5", || async {
         rolled_out(&env, "s").await && env.list(&pods(), "default", "app=s").await.len() == 5
     })
