@@ -26,7 +26,9 @@ fn fnv1a(mut h: u32, bytes: &[u8]) -> u32 {
     h
 }
 
-/// `v` serialized with object keys in sorted order.
+/// `v` serialized with object keys in sorted order. Fields set to null
+/// are left out: clients that decode into typed structs send
+/// `creationTimestamp: null` for what others omit, and both mean absent.
 pub fn canonical_json(v: &Value) -> String {
     let mut out = String::new();
     write_canonical(v, &mut out);
@@ -36,7 +38,11 @@ pub fn canonical_json(v: &Value) -> String {
 fn write_canonical(v: &Value, out: &mut String) {
     match v {
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
+            let mut keys: Vec<&String> = m
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, _)| k)
+                .collect();
             keys.sort();
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {
@@ -113,6 +119,10 @@ mod tests {
             r#"{"a":{"x":"s","y":[1,{"p":3,"q":2}]},"b":1}"#
         );
         assert_eq!(template_hash(&a, None), template_hash(&b, None));
+        let with_null: Value =
+            serde_json::from_str(r#"{"b":1,"c":null,"a":{"y":[1,{"q":2,"p":3}],"x":"s"}}"#)
+                .unwrap();
+        assert_eq!(template_hash(&a, None), template_hash(&with_null, None));
         assert_ne!(template_hash(&a, None), template_hash(&a, Some(1)));
         assert_eq!(template_hash(&a, None), template_hash(&a, Some(0)));
         assert_ne!(

@@ -39,8 +39,10 @@ fn without_hash(template: &Value) -> Value {
     t
 }
 
+/// Equal templates, ignoring the hash label and null fields (kubectl
+/// rollout undo sends the old template back with `creationTimestamp: null`).
 pub fn same_template(a: &Value, b: &Value) -> bool {
-    without_hash(a) == without_hash(b)
+    crate::hash::canonical_json(&without_hash(a)) == crate::hash::canonical_json(&without_hash(b))
 }
 
 pub fn revision_of(rs: &Value) -> i64 {
@@ -288,7 +290,7 @@ mod tests {
         let a = json!({"metadata": {"labels": {"app": "w", HASH_LABEL: "abc"}}, "spec": {"x": 1}});
         let b = json!({"metadata": {"labels": {"app": "w"}}, "spec": {"x": 1}});
         let c = json!({"metadata": {"labels": {HASH_LABEL: "abc"}}, "spec": {"x": 1}});
-        let d = json!({"metadata": {}, "spec": {"x": 1}});
+        let d = json!({"metadata": {"creationTimestamp": null}, "spec": {"x": 1}});
         assert!(same_template(&a, &b));
         assert!(same_template(&c, &d));
         assert!(!same_template(&a, &d));
