@@ -236,7 +236,7 @@ mod tests {
             };
         let old = "2026-01-01T00:00:00Z";
         let new = "2026-01-01T01:00:00Z";
-        let mut pods = vec![
+        let mut pods = [
             mk("running-ready-old", "n", "Running", true, 0, old),
             mk("running-ready-new", "n", "Running", true, 0, new),
             mk("running-ready-restarted", "n", "Running", true, 3, old),

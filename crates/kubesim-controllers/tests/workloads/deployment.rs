@@ -2,7 +2,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kubesim_core::meta;
-use kubesim_runtime::{Informers, ObjectKey};
+use kubesim_runtime::Informers;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -312,7 +312,6 @@ async fn a_rollout_that_never_becomes_ready_exceeds_its_deadline() {
         .clone();
     assert_eq!(avail["reason"], "MinimumReplicasUnavailable");
     assert_eq!(d["status"]["unavailableReplicas"], 2);
-    let _ = ObjectKey::new("", "");
 }
 
 #[tokio::test(start_paused = true)]
