@@ -6,15 +6,25 @@
 pub mod conditions;
 pub mod cron;
 pub mod cronjob;
+pub mod daemonset;
+pub mod deployment;
 pub mod endpoints;
+pub mod expectations;
 pub mod gc;
+pub mod hash;
+pub mod history;
 pub mod hpa;
+pub mod intstr;
 pub mod job;
 pub mod namespace;
+pub mod node_fit;
 pub mod nodelifecycle;
+pub mod ownership;
 pub mod pdb;
 pub mod pods;
+pub mod replicaset;
 pub mod serviceaccount;
+pub mod statefulset;
 pub mod taint_eviction;
 
 use std::sync::Arc;
@@ -54,6 +64,10 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
     let cronjobs = cronjob::CronJobController::new(ctx.clone());
     let hpas = hpa::HpaController::new(ctx.clone());
     let pdbs = pdb::PdbController::new(ctx.clone());
+    let replicasets = replicaset::ReplicaSetController::new(ctx.clone());
+    let deployments = deployment::DeploymentController::new(ctx.clone());
+    let statefulsets = statefulset::StatefulSetController::new(ctx.clone());
+    let daemonsets = daemonset::DaemonSetController::new(ctx.clone());
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together.
     tokio::join!(
@@ -70,6 +84,10 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
         cronjobs.run(),
         hpas.run(),
         pdbs.run(),
+        replicasets.run(),
+        deployments.run(),
+        statefulsets.run(),
+        daemonsets.run(),
     );
 }
 

@@ -107,6 +107,94 @@ pub fn is_available(pod: &Value, min_ready_seconds: i64, now: jiff::Timestamp) -
     }
 }
 
+pub fn is_running_and_ready(pod: &Value) -> bool {
+    phase(pod) == "Running" && is_ready(pod)
+}
+
+/// When the pod's Ready condition last turned true.
+pub fn ready_since(pod: &Value) -> Option<jiff::Timestamp> {
+    if !is_ready(pod) {
+        return None;
+    }
+    condition(pod, "Ready")
+        .and_then(|c| c.get("lastTransitionTime"))
+        .and_then(Value::as_str)
+        .and_then(meta::parse_time)
+}
+
+/// How long until a ready pod becomes available, if it is not yet.
+pub fn until_available(
+    pod: &Value,
+    min_ready_seconds: i64,
+    now: jiff::Timestamp,
+) -> Option<std::time::Duration> {
+    if min_ready_seconds <= 0 {
+        return None;
+    }
+    let since = ready_since(pod)?;
+    let at = since + jiff::SignedDuration::from_secs(min_ready_seconds);
+    if at <= now {
+        return None;
+    }
+    std::time::Duration::try_from(at.duration_since(now)).ok()
+}
+
+fn restarts(pod: &Value) -> i64 {
+    pod.pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0)
+}
+
+fn deletion_cost(pod: &Value) -> i64 {
+    pod.pointer("/metadata/annotations/controller.kubernetes.io~1pod-deletion-cost")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+fn phase_rank(pod: &Value) -> u8 {
+    match phase(pod) {
+        "Pending" | "" => 0,
+        "Unknown" => 1,
+        _ => 2,
+    }
+}
+
+/// Which of two pods to delete first when scaling down: the one that
+/// costs least to lose. In order: unscheduled before scheduled, pending
+/// before unknown before running, not ready before ready, lower deletion
+/// cost annotation first, ready for less time first, more container
+/// restarts first, newer before older; the name breaks remaining ties so
+/// the choice is deterministic.
+pub fn deletion_order(a: &Value, b: &Value) -> std::cmp::Ordering {
+    let scheduled = |p: &Value| {
+        p.pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty())
+    };
+    let created = |p: &Value| {
+        meta::str_field(p, "creationTimestamp")
+            .and_then(meta::parse_time)
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    };
+    scheduled(a)
+        .cmp(&scheduled(b))
+        .then(phase_rank(a).cmp(&phase_rank(b)))
+        .then(is_ready(a).cmp(&is_ready(b)))
+        .then(deletion_cost(a).cmp(&deletion_cost(b)))
+        // Ready more recently (a later timestamp) goes first.
+        .then(ready_since(b).cmp(&ready_since(a)))
+        .then(restarts(b).cmp(&restarts(a)))
+        .then(created(b).cmp(&created(a)))
+        .then(meta::name(a).cmp(meta::name(b)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +221,41 @@ mod tests {
         assert!(is_available(&pod, 5, t0));
         assert!(!is_available(&pod, 6, t0));
         assert!(is_active(&pod));
+    }
+
+    #[test]
+    fn scale_down_prefers_the_cheapest_pods() {
+        let mk =
+            |name: &str, node: &str, phase: &str, ready: bool, restarts: i64, created: &str| {
+                json!({"metadata": {"name": name, "creationTimestamp": created},
+                "spec": {"nodeName": node},
+                "status": {"phase": phase,
+                    "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"},
+                        "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                    "containerStatuses": [{"restartCount": restarts}]}})
+            };
+        let old = "2026-01-01T00:00:00Z";
+        let new = "2026-01-01T01:00:00Z";
+        let mut pods = [
+            mk("running-ready-old", "n", "Running", true, 0, old),
+            mk("running-ready-new", "n", "Running", true, 0, new),
+            mk("running-ready-restarted", "n", "Running", true, 3, old),
+            mk("running-notready", "n", "Running", false, 0, old),
+            mk("pending", "n", "Pending", false, 0, old),
+            mk("unscheduled", "", "Pending", false, 0, old),
+        ];
+        pods.sort_by(deletion_order);
+        let names: Vec<&str> = pods.iter().map(meta::name).collect();
+        assert_eq!(
+            names,
+            [
+                "unscheduled",
+                "pending",
+                "running-notready",
+                "running-ready-restarted",
+                "running-ready-new",
+                "running-ready-old"
+            ]
+        );
     }
 }

@@ -27,35 +27,42 @@ fn metrics() -> ResourceRef {
     ResourceRef::new("metrics.k8s.io", "v1beta1", "pods")
 }
 
-/// A ReplicaSet and its pods, made by hand (no ReplicaSet controller is
-/// needed: the autoscaler only edits spec.replicas through the scale).
-async fn replica_set(env: &Env, name: &str, app: &str, replicas: i64) -> Value {
-    let rs = env
-        .create(
-            &rs(),
-            NS,
-            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name},
-                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}},
-                    "template": {"metadata": {"labels": {"app": app}},
-                        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
-        )
+/// A ReplicaSet whose pods (made by the ReplicaSet controller) all run;
+/// returns their names.
+async fn replica_set(env: &Env, name: &str, app: &str, replicas: usize) -> Vec<String> {
+    env.create(
+        &rs(),
+        NS,
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}},
+                "template": {"metadata": {"labels": {"app": app}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx",
+                        "resources": {"requests": {"cpu": "500m", "memory": "64Mi"}}}]}}}}),
+    )
+    .await;
+    running_pods(env, name, replicas).await
+}
+
+/// Waits for `count` live pods of the ReplicaSet `name`, runs them all and
+/// returns their names.
+async fn running_pods(env: &Env, name: &str, count: usize) -> Vec<String> {
+    let prefix = format!("{name}-");
+    let names = env
+        .wait_for(&format!("{count} pods of {name}"), || async {
+            let live: Vec<String> = env
+                .pods_of(NS, &prefix)
+                .await
+                .iter()
+                .filter(|p| !meta::is_deleting(p))
+                .map(|p| meta::name(p).to_string())
+                .collect();
+            (live.len() == count).then_some(live)
+        })
         .await;
-    for i in 0..replicas {
-        let pod = format!("{name}-{i}");
-        env.create(
-            &support::pods(),
-            NS,
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod,
-                "labels": {"app": app},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                    "name": name, "uid": meta::uid(&rs), "controller": true}]},
-                "spec": {"containers": [{"name": "c", "image": "nginx",
-                    "resources": {"requests": {"cpu": "500m", "memory": "64Mi"}}}]}}),
-        )
-        .await;
-        env.run_pod(NS, &pod).await;
+    for pod in &names {
+        env.run_pod(NS, pod).await;
     }
-    rs
+    names
 }
 
 async fn set_cpu(env: &Env, pod: &str, cpu: &str) {
@@ -87,9 +94,8 @@ async fn spec_replicas(env: &Env, name: &str) -> i64 {
 #[tokio::test(start_paused = true)]
 async fn hpa_scales_up_at_once_and_down_after_stabilization() {
     let env = start().await;
-    replica_set(&env, "web", "web", 2).await;
-    for p in ["web-0", "web-1"] {
-        set_cpu(&env, p, "400m").await;
+    for p in replica_set(&env, "web", "web", 2).await {
+        set_cpu(&env, &p, "400m").await;
     }
     env.create(
         &hpas(),
@@ -123,11 +129,16 @@ async fn hpa_scales_up_at_once_and_down_after_stabilization() {
         80
     );
     assert!(h["status"]["lastScaleTime"].is_string());
+    // The two new pods run too, all at 40 %: ceil(0.8 × 4) = 4 holds.
+    let web = running_pods(&env, "web", 4).await;
+    for p in &web {
+        set_cpu(&env, p, "200m").await;
+    }
 
-    // Load drops to 20 %: the 300 s window holds the count at 4 for a while.
+    // Load drops to 10 %: the 300 s window holds the count at 4 for a while.
     env.sleep(20).await;
-    for p in ["web-0", "web-1"] {
-        set_cpu(&env, p, "100m").await;
+    for p in &web {
+        set_cpu(&env, p, "50m").await;
     }
     let dropped = env.clock.now();
     env.sleep(270).await;
@@ -141,7 +152,7 @@ async fn hpa_scales_up_at_once_and_down_after_stabilization() {
         .unwrap()
         .clone();
     assert_eq!(able["reason"], "ScaleDownStabilized");
-    // 20 % against 50 %: ceil(0.4 × 2) = 1, once the high recommendations
+    // 10 % against 50 %: ceil(0.2 × 4) = 1, once the high recommendations
     // have aged out of the window.
     env.wait_for("scaled to 1", || async {
         (spec_replicas(&env, "web").await == 1).then_some(())
@@ -169,7 +180,7 @@ async fn pdb_status(env: &Env, name: &str, want_allowed: i64) -> Value {
 #[tokio::test(start_paused = true)]
 async fn pdb_status_counts_healthy_pods() {
     let env = start().await;
-    replica_set(&env, "db", "db", 3).await;
+    let db = replica_set(&env, "db", "db", 3).await;
     env.create(
         &pdbs(),
         NS,
@@ -183,7 +194,7 @@ async fn pdb_status_counts_healthy_pods() {
     assert_eq!(p["status"]["expectedPods"], 3);
     assert_eq!(p["status"]["conditions"][0]["type"], "DisruptionAllowed");
     assert_eq!(p["status"]["conditions"][0]["reason"], "SufficientPods");
-    env.set_ready(NS, "db-0", false).await;
+    env.set_ready(NS, &db[0], false).await;
     let p = pdb_status(&env, "db", 0).await;
     assert_eq!(p["status"]["currentHealthy"], 2);
     assert_eq!(p["status"]["conditions"][0]["status"], "False");

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use serde_json::Value;
+
 use super::Kubesim;
 
 /// A running server and the kubectl settings that reach it.
@@ -122,5 +124,35 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(200));
         }
         panic!("kubectl {args:?} never satisfied the condition; last output:\n{last}");
+    }
+
+    /// `kubectl args -o json`, parsed.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&a)).expect("kubectl printed JSON")
+    }
+
+    /// Items of a list, without those being deleted.
+    pub fn items(&self, args: &[&str]) -> Vec<Value> {
+        self.json(args)["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+            .collect()
+    }
+
+    /// Polls `cond` (up to 300 times, 200 ms apart) until it holds.
+    pub fn wait_for(&self, what: &str, cond: impl Fn() -> bool) {
+        self.eventually(what, 300, Duration::from_millis(200), || {
+            cond().then_some(())
+        })
+    }
+
+    /// `kubectl rollout status`, which waits until the rollout completes.
+    pub fn rollout_status(&self, what: &str) {
+        self.ok(&["rollout", "status", what, "--timeout=90s"]);
     }
 }

@@ -1,0 +1,176 @@
+//! Claiming: a controller owns the objects that carry its controller
+//! reference and match its selector. It adopts orphans that match (when it
+//! is not being deleted) and releases objects of its own that no longer
+//! match, so a relabelled pod leaves its ReplicaSet and a matching bare pod
+//! joins one.
+
+use std::sync::Arc;
+
+use kubesim_core::selector::LabelSelector;
+use kubesim_core::{meta, ApiError};
+use kubesim_runtime::{Api, ResourceRef};
+use serde_json::{json, Value};
+
+use crate::pods::{controller_ref, controller_uid};
+
+fn matches(selector: &LabelSelector, obj: &Value) -> bool {
+    !selector.is_empty() && selector.matches_map(&meta::labels(obj))
+}
+
+/// The objects among `candidates` (one namespace) that `owner` controls
+/// after adopting and releasing as needed. `extra` lets a caller refuse
+/// objects the selector alone would accept (StatefulSets only own pods
+/// named after them).
+pub async fn claim(
+    api: &dyn Api,
+    r: &ResourceRef,
+    owner: &Value,
+    selector: &LabelSelector,
+    candidates: Vec<Arc<Value>>,
+    extra: &(dyn Fn(&Value) -> bool + Send + Sync),
+) -> Result<Vec<Arc<Value>>, ApiError> {
+    let uid = meta::uid(owner).to_string();
+    let owner_deleting = meta::is_deleting(owner);
+    let mut out = Vec::new();
+    for obj in candidates {
+        let fits = matches(selector, &obj) && extra(&obj);
+        match controller_uid(&obj) {
+            Some(u) if u == uid => {
+                if fits {
+                    out.push(obj);
+                } else if !meta::is_deleting(&obj) {
+                    release(api, r, &obj, &uid).await?;
+                }
+            }
+            Some(_) => {}
+            None => {
+                if fits && !owner_deleting && !meta::is_deleting(&obj) {
+                    if let Some(adopted) = adopt(api, r, &obj, owner).await? {
+                        out.push(Arc::new(adopted));
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Adds `owner`'s controller reference if `obj` is still an orphan.
+async fn adopt(
+    api: &dyn Api,
+    r: &ResourceRef,
+    obj: &Value,
+    owner: &Value,
+) -> Result<Option<Value>, ApiError> {
+    let reference = controller_ref(owner);
+    let mut result = None;
+    let change = |o: &mut Value| {
+        if controller_uid(o).is_some() {
+            return false;
+        }
+        let m = kubesim_core::meta::metadata_mut(o);
+        let refs = m.entry("ownerReferences").or_insert_with(|| json!([]));
+        match refs.as_array_mut() {
+            Some(a) => a.push(reference.clone()),
+            None => *refs = json!([reference.clone()]),
+        }
+        true
+    };
+    crate::edit(
+        api,
+        r,
+        meta::namespace(obj),
+        meta::name(obj),
+        meta::uid(obj),
+        &change,
+    )
+    .await?;
+    let mut local = obj.clone();
+    if change(&mut local) {
+        result = Some(local);
+    }
+    Ok(result)
+}
+
+/// Removes the owner's reference from `obj`.
+async fn release(
+    api: &dyn Api,
+    r: &ResourceRef,
+    obj: &Value,
+    owner_uid: &str,
+) -> Result<(), ApiError> {
+    let change = |o: &mut Value| {
+        let Some(Value::Array(refs)) = o
+            .get_mut("metadata")
+            .and_then(|m| m.get_mut("ownerReferences"))
+        else {
+            return false;
+        };
+        let before = refs.len();
+        refs.retain(|x| x.get("uid").and_then(Value::as_str) != Some(owner_uid));
+        before != refs.len()
+    };
+    crate::edit(
+        api,
+        r,
+        meta::namespace(obj),
+        meta::name(obj),
+        meta::uid(obj),
+        &change,
+    )
+    .await
+}
+
+/// The key of the object of `kind` in `owners` that controls `child`, if
+/// it is cached with the referenced uid.
+pub fn controller_key(
+    child: &Value,
+    kind: &str,
+    owners: &kubesim_runtime::Cache,
+) -> Option<kubesim_runtime::ObjectKey> {
+    let r = child
+        .pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?;
+    if r.get("kind").and_then(Value::as_str) != Some(kind) {
+        return None;
+    }
+    let name = r.get("name").and_then(Value::as_str)?;
+    let uid = r.get("uid").and_then(Value::as_str)?;
+    let ns = meta::namespace(child);
+    let owner = owners.get(ns, name)?;
+    (meta::uid(&owner) == uid).then(|| kubesim_runtime::ObjectKey::new(ns, name))
+}
+
+/// Keys of the objects in `owners` (same namespace as `child`) whose
+/// selector at `selector_path` matches `child`'s labels: who might adopt
+/// an orphan.
+pub fn matching_owners(
+    child: &Value,
+    owners: &kubesim_runtime::Cache,
+    selector_path: &str,
+) -> Vec<kubesim_runtime::ObjectKey> {
+    let labels = meta::labels(child);
+    owners
+        .list_namespace(meta::namespace(child))
+        .into_iter()
+        .filter(|o| {
+            o.pointer(selector_path)
+                .and_then(|s| LabelSelector::from_json(s).ok())
+                .is_some_and(|s| !s.is_empty() && s.matches_map(&labels))
+        })
+        .map(|o| kubesim_runtime::ObjectKey::of(&o))
+        .collect()
+}
+
+/// The selector at `/spec/selector`; None (with a log line) when invalid.
+pub fn selector_of(obj: &Value) -> Option<LabelSelector> {
+    match LabelSelector::from_json(obj.pointer("/spec/selector").unwrap_or(&Value::Null)) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!(object = meta::name(obj), error = %e.message, "invalid selector");
+            None
+        }
+    }
+}
