@@ -57,4 +57,4 @@ pub mod scheduler;
 // Written separately and added here: `pub mod preemption;`.
 
 pub use config::SchedulerConfig;
-pub use scheduler::run;
+pub use scheduler::{run, run_with_metrics, Metrics};

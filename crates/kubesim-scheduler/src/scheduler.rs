@@ -34,6 +34,8 @@ enum Job {
         pod: Arc<PodInfo>,
         node: String,
         attempts: u32,
+        /// When the attempt started (for [`Metrics`]).
+        started: tokio::time::Instant,
     },
     Failed {
         pod: Arc<PodInfo>,
@@ -48,6 +50,14 @@ struct Shared {
     queue: Arc<SchedulingQueue>,
     recorder: EventRecorder,
     clock: Clock,
+    metrics: Option<Arc<Metrics>>,
+}
+
+/// Measurements for benchmarks: the duration of each successful attempt,
+/// from the pod leaving the queue to its binding being written.
+#[derive(Default)]
+pub struct Metrics {
+    pub attempt_durations: parking_lot::Mutex<Vec<std::time::Duration>>,
 }
 
 /// Aborts a spawned task when dropped, so dropping [`run`] stops it all.
@@ -176,6 +186,18 @@ pub async fn run(
     rng: Rng,
     config: SchedulerConfig,
 ) {
+    run_with_metrics(api, informers, clock, rng, config, None).await
+}
+
+/// [`run`], recording [`Metrics`].
+pub async fn run_with_metrics(
+    api: Arc<dyn Api>,
+    informers: Arc<Informers>,
+    clock: Clock,
+    rng: Rng,
+    config: SchedulerConfig,
+    metrics: Option<Arc<Metrics>>,
+) {
     let mut profiles: BTreeMap<String, Profile> = BTreeMap::new();
     for p in &config.profiles {
         match Profile::build(p) {
@@ -197,6 +219,7 @@ pub async fn run(
         )),
         recorder,
         clock: clock.clone(),
+        metrics,
     });
     watch_cluster(&informers, &shared, served);
     let inf = informers.clone();
@@ -218,7 +241,8 @@ pub async fn run(
     let mut snapshot = Snapshot::default();
     loop {
         let qp = shared.queue.pop().await;
-        shared.schedule_one(qp, &profiles, &mut algo, &mut snapshot, &tx);
+        let started = clock.instant();
+        shared.schedule_one(started, qp, &profiles, &mut algo, &mut snapshot, &tx);
         // Lets the informers and writers run on a single-threaded runtime.
         tokio::task::yield_now().await;
     }
@@ -233,6 +257,7 @@ fn tokio_stream_of<T: Send + 'static>(
 impl Shared {
     fn schedule_one(
         &self,
+        started: tokio::time::Instant,
         qp: QueuedPod,
         profiles: &BTreeMap<String, Profile>,
         algo: &mut Algorithm,
@@ -254,6 +279,7 @@ impl Shared {
                     pod,
                     node: placement.node,
                     attempts: qp.attempts,
+                    started,
                 });
             }
             Err(ScheduleError::Unschedulable(fit)) => {
@@ -311,7 +337,16 @@ impl Shared {
                 pod,
                 node,
                 attempts,
-            } => self.bind(pod, node, attempts).await,
+                started,
+            } => {
+                if self.bind(pod, node, attempts).await {
+                    if let Some(m) = &self.metrics {
+                        m.attempt_durations
+                            .lock()
+                            .push(self.clock.instant() - started);
+                    }
+                }
+            }
             Job::Failed {
                 pod,
                 message,
@@ -320,7 +355,8 @@ impl Shared {
         }
     }
 
-    async fn bind(&self, pod: Arc<PodInfo>, node: String, attempts: u32) {
+    /// Binds; true when the binding was written.
+    async fn bind(&self, pod: Arc<PodInfo>, node: String, attempts: u32) -> bool {
         let binding = json!({
             "apiVersion": "v1",
             "kind": "Binding",
@@ -337,22 +373,25 @@ impl Shared {
             )
             .await;
         match res {
-            Ok(_) => self.recorder.record(
-                &as_pod_object(&pod.pod),
-                EventType::Normal,
-                "Scheduled",
-                format!(
-                    "Successfully assigned {}/{} to {node}",
-                    pod.namespace(),
-                    pod.name()
-                ),
-            ),
+            Ok(_) => {
+                self.recorder.record(
+                    &as_pod_object(&pod.pod),
+                    EventType::Normal,
+                    "Scheduled",
+                    format!(
+                        "Successfully assigned {}/{} to {node}",
+                        pod.namespace(),
+                        pod.name()
+                    ),
+                );
+                true
+            }
             Err(e) => {
                 self.cache.forget(&pod.key);
                 // Gone, or bound by someone else: the informer will say.
                 if e.code == 404 || e.code == 409 {
                     tracing::debug!(pod = %pod.key, error = %e.message, "binding not needed");
-                    return;
+                    return false;
                 }
                 tracing::warn!(pod = %pod.key, error = %e.message, "binding failed");
                 self.recorder.record(
@@ -363,6 +402,7 @@ impl Shared {
                 );
                 self.queue
                     .with(|q, now| q.requeue_backoff(pod.clone(), attempts, now));
+                false
             }
         }
     }

@@ -81,11 +81,15 @@ impl Plugin for ImageLocality {
     /// Each of the pod's images present on the node adds its size times
     /// the share of nodes that have it; then [`priority`].
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> i64 {
+        if node.images.is_empty() {
+            // Nothing present: the clamped sum is the minimum, scoring 0.
+            return 0;
+        }
         let Some(s) = state.read::<Spread>(NAME) else {
             return 0;
         };
-        if node.images.is_empty() || s.total_nodes == 0 {
-            return priority(0, s.images.len() as i64);
+        if s.total_nodes == 0 {
+            return 0;
         }
         let mut sum = 0i64;
         for img in &s.images {

@@ -11,6 +11,7 @@ use crate::framework::{CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, 
 use crate::plugins::helpers::{default_normalize, Term};
 
 pub const NAME: &str = "NodeAffinity";
+const PREFERRED: &str = "NodeAffinity/preferred";
 pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";
 
 pub struct NodeAffinity;
@@ -108,13 +109,13 @@ impl Plugin for NodeAffinity {
         if terms.is_empty() {
             return Status::skip();
         }
-        state.write(&format!("{NAME}/preferred"), Preferred(terms));
+        state.write(PREFERRED, Preferred(terms));
         Status::success()
     }
 
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> i64 {
         state
-            .read::<Preferred>(&format!("{NAME}/preferred"))
+            .read::<Preferred>(PREFERRED)
             .map(|p| {
                 p.0.iter()
                     .filter(|(_, t)| t.matches(&node.labels, &node.name))

@@ -10,6 +10,7 @@ use crate::framework::{CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, 
 use crate::plugins::helpers::{default_normalize, tolerated, tolerations, Toleration};
 
 pub const NAME: &str = "TaintToleration";
+const PREFER: &str = "TaintToleration/prefer";
 
 pub struct TaintToleration;
 
@@ -69,15 +70,18 @@ impl Plugin for TaintToleration {
             .into_iter()
             .filter(|t| t.effect.is_empty() || t.effect == "PreferNoSchedule")
             .collect();
-        state.write(&format!("{NAME}/prefer"), Preferring(prefer));
+        state.write(PREFER, Preferring(prefer));
         Status::success()
     }
 
     /// The number of PreferNoSchedule taints the pod does not tolerate.
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> i64 {
+        if node.taints.is_empty() {
+            return 0;
+        }
         let empty = Vec::new();
         let tols = state
-            .read::<Preferring>(&format!("{NAME}/prefer"))
+            .read::<Preferring>(PREFER)
             .map(|p| &p.0)
             .unwrap_or(&empty);
         node.taints
