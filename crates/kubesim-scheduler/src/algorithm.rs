@@ -67,7 +67,11 @@ impl FitError {
         }
         let mut parts: Vec<String> = counts.iter().map(|(r, n)| format!("{n} {r}")).collect();
         parts.sort();
-        let mut msg = format!("0/{} nodes are available: {}.", self.nodes, parts.join(", "));
+        let mut msg = format!(
+            "0/{} nodes are available: {}.",
+            self.nodes,
+            parts.join(", ")
+        );
         if !post_filter.is_empty() {
             msg.push(' ');
             msg.push_str(post_filter);
@@ -106,10 +110,14 @@ impl FitError {
         }
         let mut parts = Vec::new();
         if tried > 0 {
-            parts.push(format!("{tried} No preemption victims found for incoming pod"));
+            parts.push(format!(
+                "{tried} No preemption victims found for incoming pod"
+            ));
         }
         if hopeless > 0 {
-            parts.push(format!("{hopeless} Preemption is not helpful for scheduling"));
+            parts.push(format!(
+                "{hopeless} Preemption is not helpful for scheduling"
+            ));
         }
         parts.sort();
         format!(
@@ -370,10 +378,10 @@ mod tests {
         let table = [
             (50, None, 50),
             (100, None, 100),
-            (1000, None, 420),   // 50 - 8 = 42%
-            (5000, None, 500),   // 50 - 40 = 10%
-            (6000, None, 300),   // 50 - 48 = 2% -> 5%
-            (20000, None, 1000), // 5%
+            (1000, None, 420),    // 50 - 8 = 42%
+            (5000, None, 500),    // 50 - 40 = 10%
+            (6000, None, 300),    // 50 - 48 = 2% -> 5%
+            (20000, None, 1000),  // 5%
             (1000, Some(5), 100), // 50 but at least 100
             (1000, Some(30), 300),
             (1000, Some(100), 1000),
@@ -394,13 +402,19 @@ mod tests {
     #[test]
     fn fit_error_message_counts_and_sorts() {
         let mut statuses = BTreeMap::new();
-        for (i, r) in ["Insufficient cpu", "Insufficient cpu", "Insufficient cpu"].iter().enumerate() {
+        for (i, r) in ["Insufficient cpu", "Insufficient cpu", "Insufficient cpu"]
+            .iter()
+            .enumerate()
+        {
             statuses.insert(format!("a{i}"), status(Code::Unschedulable, r));
         }
         for i in 0..2 {
             statuses.insert(
                 format!("b{i}"),
-                status(Code::UnschedulableAndUnresolvable, "node(s) had untolerated taint {k: v}"),
+                status(
+                    Code::UnschedulableAndUnresolvable,
+                    "node(s) had untolerated taint {k: v}",
+                ),
             );
         }
         let e = FitError {
@@ -433,11 +447,18 @@ preemption: 0/5 nodes are available: 2 Preemption is not helpful for scheduling,
         let picks = |seed| {
             let mut a = Algorithm::new(Rng::seeded(seed), None);
             (0..8)
-                .map(|_| a.schedule(&profile, &p, &snap, &Nominated::new()).unwrap().node)
+                .map(|_| {
+                    a.schedule(&profile, &p, &snap, &Nominated::new())
+                        .unwrap()
+                        .node
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(picks(3), picks(3));
         let all: BTreeSet<String> = (0..4).flat_map(picks).collect();
-        assert!(all.len() > 1, "identical nodes should all get picked: {all:?}");
+        assert!(
+            all.len() > 1,
+            "identical nodes should all get picked: {all:?}"
+        );
     }
 }

@@ -299,12 +299,16 @@ mod tests {
     use serde_json::json;
 
     fn node(name: &str) -> Arc<Value> {
-        Arc::new(json!({"metadata": {"name": name}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}))
+        Arc::new(
+            json!({"metadata": {"name": name}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}),
+        )
     }
 
     fn pod(name: &str, node: &str) -> Arc<Value> {
-        Arc::new(json!({"metadata": {"name": name, "namespace": "d", "uid": name},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}))
+        Arc::new(
+            json!({"metadata": {"name": name, "namespace": "d", "uid": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}),
+        )
     }
 
     #[test]

@@ -122,7 +122,11 @@ impl ProfileConfig {
             .map(|(n, _)| (n.to_string(), default_weight(n), true))
             .collect();
         for (n, w) in &self.multi_point.enabled {
-            out.push((n.clone(), w.filter(|w| *w > 0).unwrap_or_else(|| default_weight(n)), false));
+            out.push((
+                n.clone(),
+                w.filter(|w| *w > 0).unwrap_or_else(|| default_weight(n)),
+                false,
+            ));
         }
         out
     }
@@ -261,7 +265,9 @@ fn plugin_set(raw: Option<RawSet>, field: &str) -> Result<PluginSet, String> {
     }
     for (i, p) in raw.disabled.unwrap_or_default().into_iter().enumerate() {
         if p.name.is_empty() {
-            return Err(format!("{field}.disabled[{i}].name: must name a plugin or be \"*\""));
+            return Err(format!(
+                "{field}.disabled[{i}].name: must name a plugin or be \"*\""
+            ));
         }
         set.disabled.push(p.name);
     }
@@ -307,7 +313,9 @@ impl SchedulerConfig {
         }
         if let Some(s) = raw.pod_max_backoff_seconds {
             if (s as u64) < cfg.initial_backoff.as_secs() || s <= 0 {
-                return Err("podMaxBackoffSeconds: must be at least podInitialBackoffSeconds".into());
+                return Err(
+                    "podMaxBackoffSeconds: must be at least podInitialBackoffSeconds".into(),
+                );
             }
             cfg.max_backoff = Duration::from_secs(s as u64);
         }
@@ -398,8 +406,14 @@ mod tests {
         assert_eq!(c.profiles.len(), 2);
         let p0 = &c.profiles[0];
         assert_eq!(p0.points["score"].disabled, ["ImageLocality"]);
-        assert_eq!(p0.points["score"].enabled, [("NodeResourcesFit".to_string(), Some(5))]);
-        assert_eq!(p0.plugin_args["NodeResourcesFit"]["scoringStrategy"]["type"], "MostAllocated");
+        assert_eq!(
+            p0.points["score"].enabled,
+            [("NodeResourcesFit".to_string(), Some(5))]
+        );
+        assert_eq!(
+            p0.plugin_args["NodeResourcesFit"]["scoringStrategy"]["type"],
+            "MostAllocated"
+        );
         assert_eq!(c.profiles[1].percentage_of_nodes_to_score, Some(100));
         let mp = c.profiles[1].multi_point_plugins();
         assert_eq!(mp.len(), 1);

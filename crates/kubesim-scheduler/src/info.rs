@@ -66,7 +66,9 @@ impl Resources {
         for (name, v) in m {
             let q = match v {
                 Value::String(s) => Quantity::parse(s).ok(),
-                Value::Number(n) => n.as_f64().map(|f| Quantity::from_milli((f * 1000.0) as i128)),
+                Value::Number(n) => n
+                    .as_f64()
+                    .map(|f| Quantity::from_milli((f * 1000.0) as i128)),
                 _ => None,
             };
             let Some(q) = q else { continue };
@@ -187,7 +189,12 @@ pub fn pod_host_ports(pod: &Value) -> Vec<HostPort> {
     let mut out = Vec::new();
     for field in ["initContainers", "containers"] {
         for c in containers(pod, field) {
-            for p in c.get("ports").and_then(Value::as_array).into_iter().flatten() {
+            for p in c
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let port = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) as i32;
                 if port <= 0 {
                     continue;
@@ -364,7 +371,9 @@ mod tests {
     use serde_json::json;
 
     fn pod(spec: Value) -> PodInfo {
-        PodInfo::from_pod(Arc::new(json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": spec})))
+        PodInfo::from_pod(Arc::new(
+            json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": spec}),
+        ))
     }
 
     #[test]
@@ -383,7 +392,10 @@ mod tests {
         assert_eq!(p.requests.scalar["nvidia.com/gpu"], 2);
         // Container b has no memory request: 200Mi for scoring, 1Gi + 200Mi
         // beats the init container's 1Gi.
-        assert_eq!(p.non_zero_requests.memory, (1 << 30) + DEFAULT_MEMORY_REQUEST);
+        assert_eq!(
+            p.non_zero_requests.memory,
+            (1 << 30) + DEFAULT_MEMORY_REQUEST
+        );
     }
 
     #[test]
@@ -429,7 +441,9 @@ mod tests {
             "resources": {"requests": {"cpu": "1"}}}]})));
         n.add_pod(p);
         assert_eq!(n.requested.milli_cpu, 1000);
-        assert!(n.used_ports.contains(&("TCP".into(), "0.0.0.0".into(), 8080)));
+        assert!(n
+            .used_ports
+            .contains(&("TCP".into(), "0.0.0.0".into(), 8080)));
         assert!(n.remove_pod("u"));
         assert_eq!(n.requested.milli_cpu, 0);
         assert!(n.used_ports.is_empty());

@@ -16,6 +16,9 @@ use crate::framework::{
 };
 use crate::plugins::{post_filter_registry, registry};
 
+/// Plugins with their Score weights.
+type Weighted = Vec<(Arc<dyn Plugin>, i64)>;
+
 pub struct Profile {
     pub name: String,
     pub percentage_of_nodes_to_score: Option<u32>,
@@ -73,7 +76,7 @@ impl Profile {
             })
         };
         let multi = cfg.multi_point_plugins();
-        let mut lists: BTreeMap<&str, Vec<(Arc<dyn Plugin>, i64)>> = BTreeMap::new();
+        let mut lists: BTreeMap<&str, Weighted> = BTreeMap::new();
         for point in ["preFilter", "filter", "preScore", "score"] {
             let mut entries: Vec<(String, i64, bool)> = Vec::new();
             for (name, w, dflt) in &multi {

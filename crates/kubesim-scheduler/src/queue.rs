@@ -279,8 +279,8 @@ impl Queue {
                 }
             }
             Some(e) => {
-                let changed = e.info.pod.get("spec") != info.pod.get("spec")
-                    || e.info.labels != info.labels;
+                let changed =
+                    e.info.pod.get("spec") != info.pod.get("spec") || e.info.labels != info.labels;
                 let place = e.place;
                 if place == Place::InFlight {
                     e.info = info;
@@ -363,7 +363,11 @@ impl Queue {
     /// The pod was placed (assumed): the queue forgets it. A failed
     /// binding brings it back through [`requeue_backoff`](Self::requeue_backoff).
     pub fn done(&mut self, key: &ObjectKey) {
-        if self.pods.get(key).is_some_and(|e| e.place == Place::InFlight) {
+        if self
+            .pods
+            .get(key)
+            .is_some_and(|e| e.place == Place::InFlight)
+        {
             if let Some(e) = self.pods.remove(key) {
                 self.set_nominated(&e.info, "");
             }
@@ -425,7 +429,9 @@ impl Queue {
             let helps = match event {
                 ClusterEvent::AssignedPodChange | ClusterEvent::Other => {
                     self.pods.get(&key).is_some_and(|e| {
-                        e.plugins.iter().any(|p| POD_SENSITIVE.contains(&p.as_str()))
+                        e.plugins
+                            .iter()
+                            .any(|p| POD_SENSITIVE.contains(&p.as_str()))
                     })
                 }
                 _ => true,

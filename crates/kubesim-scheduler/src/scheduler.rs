@@ -108,7 +108,8 @@ fn watch_cluster(informers: &Informers, s: &Arc<Shared>, served: Arc<Vec<String>
         .on_change(move |c| match c {
             Change::Added(n) => {
                 sh.cache.add_or_update_node(n.clone());
-                sh.queue.with(|q, now| q.move_on(ClusterEvent::NodeAdd, now));
+                sh.queue
+                    .with(|q, now| q.move_on(ClusterEvent::NodeAdd, now));
             }
             Change::Modified { old, new } => {
                 sh.cache.add_or_update_node(new.clone());
@@ -204,7 +205,9 @@ pub async fn run_with_metrics(
             Ok(built) => {
                 profiles.insert(p.scheduler_name.clone(), built);
             }
-            Err(e) => tracing::error!(profile = %p.scheduler_name, error = %e, "bad scheduler profile"),
+            Err(e) => {
+                tracing::error!(profile = %p.scheduler_name, error = %e, "bad scheduler profile")
+            }
         }
     }
     let served = Arc::new(profiles.keys().cloned().collect::<Vec<_>>());
@@ -293,13 +296,12 @@ impl Shared {
                         }
                     }
                     if nomination.is_none() {
-                        post_msg = if pod.pod.pointer("/spec/preemptionPolicy")
-                            == Some(&json!("Never"))
-                        {
-                            "preemption: not eligible due to preemptionPolicy=Never.".into()
-                        } else {
-                            fit.no_preemption_message()
-                        };
+                        post_msg =
+                            if pod.pod.pointer("/spec/preemptionPolicy") == Some(&json!("Never")) {
+                                "preemption: not eligible due to preemptionPolicy=Never.".into()
+                            } else {
+                                fit.no_preemption_message()
+                            };
                     }
                 }
                 let message = fit.message(&post_msg);

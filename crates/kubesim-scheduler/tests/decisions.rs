@@ -66,7 +66,12 @@ impl Env {
         });
         merge(&mut p["spec"], &spec);
         self.api
-            .create(&ResourceRef::core("pods"), "default", p, &WriteOptions::default())
+            .create(
+                &ResourceRef::core("pods"),
+                "default",
+                p,
+                &WriteOptions::default(),
+            )
             .await
             .expect("create pod");
     }
@@ -111,7 +116,11 @@ impl Env {
     async fn events(&self, reason: &str) -> Vec<Value> {
         let list = self
             .api
-            .list(&ResourceRef::core("events"), "default", &ListOptions::default())
+            .list(
+                &ResourceRef::core("events"),
+                "default",
+                &ListOptions::default(),
+            )
             .await
             .unwrap();
         list["items"]
@@ -177,8 +186,13 @@ async fn resource_fit_across_node_sizes() {
 async fn node_selector_and_affinity() {
     let env = start(SchedulerConfig::default()).await;
     for (n, zone) in [("a", "z1"), ("b", "z2"), ("c", "z3")] {
-        env.node(n, "4", "8Gi", json!({"metadata": {"labels": {"zone": zone}}}))
-            .await;
+        env.node(
+            n,
+            "4",
+            "8Gi",
+            json!({"metadata": {"labels": {"zone": zone}}}),
+        )
+        .await;
     }
     // nodeSelector zone=z2: only b matches.
     env.pod("sel", "1", "1Gi", json!({"nodeSelector": {"zone": "z2"}}))
@@ -221,8 +235,13 @@ async fn taints_and_tolerations() {
                "spec": {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]}}),
     )
     .await;
-    env.node("plain", "2", "4Gi", json!({"metadata": {"labels": {"kind": "plain"}}}))
-        .await;
+    env.node(
+        "plain",
+        "2",
+        "4Gi",
+        json!({"metadata": {"labels": {"kind": "plain"}}}),
+    )
+    .await;
     // Without a toleration the bigger, emptier gpu node is out.
     env.pod("web", "1", "1Gi", json!({})).await;
     assert_eq!(env.node_of("web").await.as_deref(), Some("plain"));
@@ -308,8 +327,13 @@ async fn profiles_by_scheduler_name_and_round_robin() {
     }
     // Round robin: in turn by node name, whatever the load.
     for i in 0..6 {
-        env.pod(&format!("rr{i}"), "100m", "100Mi", json!({"schedulerName": "round-robin"}))
-            .await;
+        env.pod(
+            &format!("rr{i}"),
+            "100m",
+            "100Mi",
+            json!({"schedulerName": "round-robin"}),
+        )
+        .await;
         let want = ["a", "b", "c"][i % 3];
         assert_eq!(env.node_of(&format!("rr{i}")).await.as_deref(), Some(want));
     }

@@ -8,7 +8,9 @@ use serde_json::Value;
 use crate::framework::{
     CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, Status, MAX_NODE_SCORE,
 };
-use crate::plugins::node_resources_fit::{allocatable_and_requested, parse_resources, ResourceWeight};
+use crate::plugins::node_resources_fit::{
+    allocatable_and_requested, parse_resources, ResourceWeight,
+};
 
 pub const NAME: &str = "NodeResourcesBalancedAllocation";
 
@@ -37,8 +39,18 @@ impl Plugin for BalancedAllocation {
     }
 
     /// A pod that requests none of the resources does not change balance.
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot, _: &[Arc<NodeInfo>]) -> Status {
-        if self.resources.iter().all(|r| pod.requests.get(&r.name) == 0) {
+    fn pre_score(
+        &self,
+        _: &mut CycleState,
+        pod: &PodInfo,
+        _: &Snapshot,
+        _: &[Arc<NodeInfo>],
+    ) -> Status {
+        if self
+            .resources
+            .iter()
+            .all(|r| pod.requests.get(&r.name) == 0)
+        {
             Status::skip()
         } else {
             Status::success()
@@ -103,9 +115,15 @@ mod tests {
         let three = BalancedAllocation::new(&json!({"resources": [
             {"name": "cpu"}, {"name": "memory"}, {"name": "ephemeral-storage"}]}))
         .unwrap();
-        let sn = node("s", json!({"status": {"allocatable": {"ephemeral-storage": "1Gi"}}}));
-        let p = named_pod("p", json!({"containers": [{"name": "c", "resources": {"requests": {
-            "cpu": "2", "memory": "4Gi", "ephemeral-storage": "2Gi"}}}]}));
+        let sn = node(
+            "s",
+            json!({"status": {"allocatable": {"ephemeral-storage": "1Gi"}}}),
+        );
+        let p = named_pod(
+            "p",
+            json!({"containers": [{"name": "c", "resources": {"requests": {
+            "cpu": "2", "memory": "4Gi", "ephemeral-storage": "2Gi"}}}]}),
+        );
         assert_eq!(three.score(&s, &p, &sn), 76);
     }
 

@@ -101,7 +101,11 @@ fn requirements(v: Option<&Value>) -> Vec<Requirement> {
         .flatten()
         .map(|r| Requirement {
             key: r.get("key").and_then(Value::as_str).unwrap_or("").into(),
-            op: r.get("operator").and_then(Value::as_str).unwrap_or("").into(),
+            op: r
+                .get("operator")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into(),
             values: r
                 .get("values")
                 .and_then(Value::as_array)
@@ -129,9 +133,10 @@ impl Term {
         self.expressions
             .iter()
             .all(|r| r.matches(labels.get(&r.key).map(String::as_str)))
-            && self.fields.iter().all(|r| {
-                r.key == "metadata.name" && r.matches(Some(node_name))
-            })
+            && self
+                .fields
+                .iter()
+                .all(|r| r.key == "metadata.name" && r.matches(Some(node_name)))
     }
 }
 
@@ -180,15 +185,30 @@ mod tests {
 
     #[test]
     fn term_operators() {
-        let labels: BTreeMap<String, String> =
-            [("zone".to_string(), "a".to_string()), ("gen".into(), "5".into())].into();
+        let labels: BTreeMap<String, String> = [
+            ("zone".to_string(), "a".to_string()),
+            ("gen".into(), "5".into()),
+        ]
+        .into();
         let term = |e: Value| Term::parse(&json!({"matchExpressions": [e]}));
-        assert!(term(json!({"key": "zone", "operator": "In", "values": ["a", "b"]})).matches(&labels, "n"));
-        assert!(!term(json!({"key": "zone", "operator": "NotIn", "values": ["a"]})).matches(&labels, "n"));
+        assert!(
+            term(json!({"key": "zone", "operator": "In", "values": ["a", "b"]}))
+                .matches(&labels, "n")
+        );
+        assert!(
+            !term(json!({"key": "zone", "operator": "NotIn", "values": ["a"]}))
+                .matches(&labels, "n")
+        );
         assert!(term(json!({"key": "x", "operator": "DoesNotExist"})).matches(&labels, "n"));
-        assert!(term(json!({"key": "gen", "operator": "Gt", "values": ["4"]})).matches(&labels, "n"));
-        assert!(!term(json!({"key": "gen", "operator": "Lt", "values": ["4"]})).matches(&labels, "n"));
-        let f = Term::parse(&json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]}));
+        assert!(
+            term(json!({"key": "gen", "operator": "Gt", "values": ["4"]})).matches(&labels, "n")
+        );
+        assert!(
+            !term(json!({"key": "gen", "operator": "Lt", "values": ["4"]})).matches(&labels, "n")
+        );
+        let f = Term::parse(
+            &json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]}),
+        );
         assert!(f.matches(&labels, "n") && !f.matches(&labels, "m"));
         assert!(!Term::default().matches(&labels, "n"));
     }

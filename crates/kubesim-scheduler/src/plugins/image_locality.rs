@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::framework::{CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, Status, MAX_NODE_SCORE};
+use crate::framework::{
+    CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, Status, MAX_NODE_SCORE,
+};
 
 pub const NAME: &str = "ImageLocality";
 
@@ -55,7 +57,13 @@ impl Plugin for ImageLocality {
         }
     }
 
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, snap: &Snapshot, _: &[Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snap: &Snapshot,
+        _: &[Arc<NodeInfo>],
+    ) -> Status {
         let images: Vec<String> = ["initContainers", "containers"]
             .iter()
             .flat_map(|f| {
@@ -111,19 +119,36 @@ mod tests {
     #[test]
     fn names_default_to_latest() {
         assert_eq!(normalized("nginx"), "nginx:latest");
-        assert_eq!(normalized("localhost:5000/app"), "localhost:5000/app:latest");
+        assert_eq!(
+            normalized("localhost:5000/app"),
+            "localhost:5000/app:latest"
+        );
         assert_eq!(normalized("nginx:1.2"), "nginx:1.2");
     }
 
     #[test]
     fn scaled_sum_score() {
-        let p = pod(json!({"containers": [{"name": "a", "image": "big:1"}, {"name": "b", "image": "small"}]}));
-        let n = node("n", json!({"status": {"images": [
+        let p = pod(
+            json!({"containers": [{"name": "a", "image": "big:1"}, {"name": "b", "image": "small"}]}),
+        );
+        let n = node(
+            "n",
+            json!({"status": {"images": [
             {"names": ["big:1"], "sizeBytes": 300 * MB},
-            {"names": ["small:latest"], "sizeBytes": 10 * MB}]}}));
-        let mut snap = Snapshot::default();
-        snap.nodes = vec![Arc::new(n.clone()), Arc::new(node("m", json!({}))), Arc::new(node("o", json!({}))), Arc::new(node("q", json!({})))];
-        snap.image_nodes = Arc::new([("big:1".to_string(), 2), ("small:latest".to_string(), 4)].into());
+            {"names": ["small:latest"], "sizeBytes": 10 * MB}]}}),
+        );
+        let snap = Snapshot {
+            nodes: vec![
+                Arc::new(n.clone()),
+                Arc::new(node("m", json!({}))),
+                Arc::new(node("o", json!({}))),
+                Arc::new(node("q", json!({}))),
+            ],
+            image_nodes: Arc::new(
+                [("big:1".to_string(), 2), ("small:latest".to_string(), 4)].into(),
+            ),
+            ..Snapshot::default()
+        };
         let mut s = CycleState::default();
         ImageLocality.pre_score(&mut s, &p, &snap, &[]);
         // big: 300MB * 2/4 = 150MB; small: 10MB * 4/4 = 10MB; sum 160MB.

@@ -94,7 +94,13 @@ impl Plugin for NodeAffinity {
         }
     }
 
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot, _: &[Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &Snapshot,
+        _: &[Arc<NodeInfo>],
+    ) -> Status {
         let terms: Vec<(i64, Term)> = pod
             .pod
             .pointer("/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution")
@@ -139,37 +145,58 @@ mod tests {
     #[test]
     fn selector_and_required_terms() {
         let p = pod(json!({"containers": [], "nodeSelector": {"disk": "ssd"},
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
-                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
-            ]}}}}));
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+        ]}}}}));
         let mut s = CycleState::default();
-        assert!(NodeAffinity.pre_filter(&mut s, &p, &Snapshot::default()).is_success());
+        assert!(NodeAffinity
+            .pre_filter(&mut s, &p, &Snapshot::default())
+            .is_success());
         let n = |labels: Value| node("n", json!({"metadata": {"labels": labels}}));
-        assert!(NodeAffinity.filter(&s, &p, &n(json!({"disk": "ssd", "zone": "b"}))).is_success());
+        assert!(NodeAffinity
+            .filter(&s, &p, &n(json!({"disk": "ssd", "zone": "b"})))
+            .is_success());
         assert_eq!(
-            NodeAffinity.filter(&s, &p, &n(json!({"disk": "ssd", "zone": "c"}))).reasons,
+            NodeAffinity
+                .filter(&s, &p, &n(json!({"disk": "ssd", "zone": "c"})))
+                .reasons,
             [REASON]
         );
-        assert!(!NodeAffinity.filter(&s, &p, &n(json!({"zone": "a"}))).is_success());
+        assert!(!NodeAffinity
+            .filter(&s, &p, &n(json!({"zone": "a"})))
+            .is_success());
         let none = pod(json!({"containers": []}));
-        assert_eq!(NodeAffinity.pre_filter(&mut CycleState::default(), &none, &Snapshot::default()), Status::skip());
+        assert_eq!(
+            NodeAffinity.pre_filter(&mut CycleState::default(), &none, &Snapshot::default()),
+            Status::skip()
+        );
     }
 
     #[test]
     fn preferred_terms_score_and_normalize() {
-        let p = pod(json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 3, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
-            {"weight": 1, "preference": {"matchExpressions": [{"key": "disk", "operator": "Exists"}]}},
-        ]}}}));
+        let p = pod(
+            json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 3, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
+                {"weight": 1, "preference": {"matchExpressions": [{"key": "disk", "operator": "Exists"}]}},
+            ]}}}),
+        );
         let mut s = CycleState::default();
-        assert!(NodeAffinity.pre_score(&mut s, &p, &Snapshot::default(), &[]).is_success());
+        assert!(NodeAffinity
+            .pre_score(&mut s, &p, &Snapshot::default(), &[])
+            .is_success());
         let nodes = [
-            node("x", json!({"metadata": {"labels": {"zone": "a", "disk": "1"}}})),
+            node(
+                "x",
+                json!({"metadata": {"labels": {"zone": "a", "disk": "1"}}}),
+            ),
             node("y", json!({"metadata": {"labels": {"zone": "a"}}})),
             node("z", json!({"metadata": {"labels": {"disk": "1"}}})),
         ];
-        let mut scores: Vec<i64> = nodes.iter().map(|n| NodeAffinity.score(&s, &p, n)).collect();
+        let mut scores: Vec<i64> = nodes
+            .iter()
+            .map(|n| NodeAffinity.score(&s, &p, n))
+            .collect();
         assert_eq!(scores, [4, 3, 1]);
         NodeAffinity.normalize(&s, &p, &mut scores);
         // x 4*100/4, y 3*100/4, z 1*100/4

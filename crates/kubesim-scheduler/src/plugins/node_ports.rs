@@ -54,8 +54,11 @@ mod tests {
     use std::sync::Arc;
 
     fn with_port(name: &str, ip: &str, port: i64, proto: &str) -> PodInfo {
-        named_pod(name, json!({"containers": [{"name": "c", "ports": [
-            {"containerPort": 80, "hostPort": port, "hostIP": ip, "protocol": proto}]}]}))
+        named_pod(
+            name,
+            json!({"containers": [{"name": "c", "ports": [
+            {"containerPort": 80, "hostPort": port, "hostIP": ip, "protocol": proto}]}]}),
+        )
     }
 
     #[test]

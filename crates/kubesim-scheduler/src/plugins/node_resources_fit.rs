@@ -284,11 +284,7 @@ impl Plugin for NodeResourcesFit {
                 Strategy::LeastAllocated => least_requested(req, alloc),
                 Strategy::MostAllocated => most_requested(req, alloc),
                 Strategy::RequestedToCapacityRatio(shape) => {
-                    let util = if req > alloc {
-                        100
-                    } else {
-                        req * 100 / alloc
-                    };
+                    let util = if req > alloc { 100 } else { req * 100 / alloc };
                     broken_linear(shape, util)
                 }
             };
@@ -300,9 +296,7 @@ impl Plugin for NodeResourcesFit {
         }
         match self.strategy {
             // This strategy rounds the weighted mean; the others truncate.
-            Strategy::RequestedToCapacityRatio(_) => {
-                (total as f64 / weights as f64).round() as i64
-            }
+            Strategy::RequestedToCapacityRatio(_) => (total as f64 / weights as f64).round() as i64,
             _ => total / weights,
         }
     }
@@ -329,22 +323,35 @@ mod tests {
             json!({"status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "1", "nvidia.com/gpu": "1"}}}),
         );
         n.add_pod(Arc::new(sized_pod("x", "1", "1Gi")));
-        let big = named_pod("p", json!({"containers": [{"name": "c", "resources": {"requests": {
-            "cpu": "1500m", "memory": "1Gi", "nvidia.com/gpu": "2"}}}]}));
+        let big = named_pod(
+            "p",
+            json!({"containers": [{"name": "c", "resources": {"requests": {
+            "cpu": "1500m", "memory": "1Gi", "nvidia.com/gpu": "2"}}}]}),
+        );
         let st = p.filter(&s, &big, &n);
         assert_eq!(
             st.reasons,
-            ["Too many pods", "Insufficient cpu", "Insufficient nvidia.com/gpu"]
+            [
+                "Too many pods",
+                "Insufficient cpu",
+                "Insufficient nvidia.com/gpu"
+            ]
         );
         // Two GPUs on a one-GPU node: eviction cannot help.
         assert_eq!(st.code, Code::UnschedulableAndUnresolvable);
         let ignoring = fit(json!({"ignoredResourceGroups": ["nvidia.com"]}));
-        let small = named_pod("q", json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "nvidia.com/gpu": "5"}}}]}));
+        let small = named_pod(
+            "q",
+            json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "nvidia.com/gpu": "5"}}}]}),
+        );
         let mut roomy = node("b", json!({}));
         roomy.add_pod(Arc::new(sized_pod("x", "1", "1Gi")));
         assert!(ignoring.filter(&s, &small, &roomy).is_success());
         let st = p.filter(&s, &sized_pod("r", "3500m", "0"), &roomy);
-        assert_eq!((st.code, st.reasons.clone()), (Code::Unschedulable, vec!["Insufficient cpu".to_string()]));
+        assert_eq!(
+            (st.code, st.reasons.clone()),
+            (Code::Unschedulable, vec!["Insufficient cpu".to_string()])
+        );
     }
 
     #[test]
@@ -360,7 +367,10 @@ mod tests {
         // cpu 3000/4000 -> 25 ; memory 1Gi/8Gi used -> (8-1-2... ) computed:
         // pod 2 cpu / 1Gi on the same node: cpu (4000-3000)*100/4000 = 25,
         // memory (8-3)*100/8 = 62 (62.5 truncated); (25 + 62) / 2 = 43.
-        assert_eq!(fit(json!({})).score(&s, &sized_pod("q", "2", "1Gi"), &n), 43);
+        assert_eq!(
+            fit(json!({})).score(&s, &sized_pod("q", "2", "1Gi"), &n),
+            43
+        );
     }
 
     #[test]
@@ -376,7 +386,10 @@ mod tests {
         // memory (2Gi + 0) -> 25; (75*3 + 25) / 4 = 62 (62.5 truncated).
         let weighted = fit(json!({"scoringStrategy": {"type": "MostAllocated",
             "resources": [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}]}}));
-        let q = named_pod("q", json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "2", "memory": "0"}}}]}));
+        let q = named_pod(
+            "q",
+            json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": "2", "memory": "0"}}}]}),
+        );
         assert_eq!(weighted.score(&s, &q, &n), 62);
     }
 
@@ -398,12 +411,17 @@ mod tests {
         let v = vec![(0, 10), (50, 0), (100, 10)];
         assert_eq!(broken_linear(&v, 25), 50);
         assert_eq!(broken_linear(&v, 75), 50);
-        let p = fit(json!({"scoringStrategy": {"type": "RequestedToCapacityRatio",
-            "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}));
+        let p = fit(
+            json!({"scoringStrategy": {"type": "RequestedToCapacityRatio",
+            "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}),
+        );
         // Pod 1 cpu / 1Gi on the empty 4 cpu / 8Gi node: cpu 25% -> 25,
         // memory 12% (12.5 truncated) -> 12; mean 18.5 rounds to 19.
         let s = CycleState::default();
-        assert_eq!(p.score(&s, &sized_pod("p", "1", "1Gi"), &node("a", json!({}))), 19);
+        assert_eq!(
+            p.score(&s, &sized_pod("p", "1", "1Gi"), &node("a", json!({}))),
+            19
+        );
     }
 
     #[test]
@@ -412,9 +430,11 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.starts_with("scoringStrategy.type"), "{e}");
-        let e = NodeResourcesFit::new(&json!({"scoringStrategy": {"type": "RequestedToCapacityRatio"}}))
-            .err()
-            .unwrap();
+        let e = NodeResourcesFit::new(
+            &json!({"scoringStrategy": {"type": "RequestedToCapacityRatio"}}),
+        )
+        .err()
+        .unwrap();
         assert!(e.contains("shape"), "{e}");
     }
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::framework::{CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, Status, MAX_NODE_SCORE};
+use crate::framework::{
+    CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, Status, MAX_NODE_SCORE,
+};
 
 pub const NAME: &str = "RoundRobin";
 
@@ -39,7 +41,13 @@ impl Plugin for RoundRobin {
     }
 
     /// Picks the feasible node whose name follows the last one chosen.
-    fn pre_score(&self, state: &mut CycleState, _: &PodInfo, _: &Snapshot, feasible: &[Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        _: &PodInfo,
+        _: &Snapshot,
+        feasible: &[Arc<NodeInfo>],
+    ) -> Status {
         let mut last = self.last.lock();
         let next = feasible
             .iter()
@@ -71,7 +79,10 @@ mod tests {
     #[test]
     fn takes_turns_over_the_feasible_nodes() {
         let rr = RoundRobin::new(&json!({})).unwrap();
-        let all: Vec<Arc<NodeInfo>> = ["a", "b", "c"].iter().map(|n| Arc::new(node(n, json!({})))).collect();
+        let all: Vec<Arc<NodeInfo>> = ["a", "b", "c"]
+            .iter()
+            .map(|n| Arc::new(node(n, json!({}))))
+            .collect();
         let p = pod(json!({"containers": []}));
         let mut picks = Vec::new();
         for round in 0..5 {

@@ -53,9 +53,10 @@ impl Plugin for TaintToleration {
                 &parsed
             }
         };
-        let untolerated = node.taints.iter().find(|t| {
-            (t.effect == "NoSchedule" || t.effect == "NoExecute") && !tolerated(tols, t)
-        });
+        let untolerated = node
+            .taints
+            .iter()
+            .find(|t| (t.effect == "NoSchedule" || t.effect == "NoExecute") && !tolerated(tols, t));
         match untolerated {
             None => Status::success(),
             Some(t) => Status::unresolvable(format!(
@@ -65,7 +66,13 @@ impl Plugin for TaintToleration {
         }
     }
 
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot, _: &[Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &Snapshot,
+        _: &[Arc<NodeInfo>],
+    ) -> Status {
         let prefer = tolerations(&pod.pod)
             .into_iter()
             .filter(|t| t.effect.is_empty() || t.effect == "PreferNoSchedule")
@@ -108,7 +115,9 @@ mod tests {
 
     #[test]
     fn untolerated_hard_taints_reject() {
-        let p = pod(json!({"containers": [], "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}));
+        let p = pod(
+            json!({"containers": [], "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}),
+        );
         let mut s = CycleState::default();
         TaintToleration.pre_filter(&mut s, &p, &Snapshot::default());
         let ok = tainted(json!([{"key": "gpu", "value": "x", "effect": "NoSchedule"},
@@ -127,10 +136,17 @@ mod tests {
         TaintToleration.pre_score(&mut s, &p, &Snapshot::default(), &[]);
         let nodes = [
             tainted(json!([])),
-            tainted(json!([{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"}])),
-            tainted(json!([{"key": "b", "effect": "PreferNoSchedule"}, {"key": "c", "effect": "PreferNoSchedule"}])),
+            tainted(
+                json!([{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"}]),
+            ),
+            tainted(
+                json!([{"key": "b", "effect": "PreferNoSchedule"}, {"key": "c", "effect": "PreferNoSchedule"}]),
+            ),
         ];
-        let mut scores: Vec<i64> = nodes.iter().map(|n| TaintToleration.score(&s, &p, n)).collect();
+        let mut scores: Vec<i64> = nodes
+            .iter()
+            .map(|n| TaintToleration.score(&s, &p, n))
+            .collect();
         // Untolerated: none, b, b and c.
         assert_eq!(scores, [0, 1, 2]);
         TaintToleration.normalize(&s, &p, &mut scores);

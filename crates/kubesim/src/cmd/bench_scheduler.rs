@@ -114,7 +114,11 @@ async fn bench(nodes: usize, pods: usize, affinity: bool) -> anyhow::Result<()> 
         "scheduler: {placed}/{pods} pods bound on {nodes} nodes in {:.2}s: {:.0} pods/s{}",
         elapsed.as_secs_f64(),
         placed as f64 / elapsed.as_secs_f64(),
-        if affinity { " (with affinity/spread)" } else { "" }
+        if affinity {
+            " (with affinity/spread)"
+        } else {
+            ""
+        }
     );
     println!(
         "scheduling attempt (queue pop to binding written): p50 {:.3} ms, p99 {:.3} ms",
@@ -144,4 +148,3 @@ fn cpu_seconds() -> f64 {
     // the kernel counts them in 100 Hz ticks.
     (ticks(11) + ticks(12)) / 100.0
 }
-
