@@ -87,6 +87,8 @@ pub struct Snapshot {
     pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
     /// PodDisruptionBudgets, for preemption's victim choice.
     pub pdbs: Vec<Arc<Value>>,
+    /// How many nodes report each image name (ImageLocality).
+    pub image_nodes: Arc<BTreeMap<String, usize>>,
 }
 
 impl Snapshot {

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// What to measure: `api`.
+    /// What to measure: `api` or `scheduler`.
     pub what: String,
     /// Pods to create.
     #[arg(long, default_value_t = 20_000)]
@@ -31,6 +31,13 @@ pub struct BenchArgs {
     /// Events written while the watchers listen.
     #[arg(long, default_value_t = 10_000)]
     pub events: usize,
+    /// `scheduler`: nodes in the cluster.
+    #[arg(long, default_value_t = 5_000)]
+    pub nodes: usize,
+    /// `scheduler`: give pods a preferred pod anti-affinity and a zone
+    /// topology spread constraint.
+    #[arg(long)]
+    pub affinity: bool,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -41,7 +48,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 .build()?;
             rt.block_on(api(args))
         }
-        other => bail!("unknown benchmark {other:?}: available: api"),
+        "scheduler" => super::bench_scheduler::run(&args),
+        other => bail!("unknown benchmark {other:?}: available: api, scheduler"),
     }
 }
 
@@ -175,7 +183,7 @@ async fn drive(
     Ok((all, secs))
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_scheduler;
 pub mod pki;
 pub mod up;

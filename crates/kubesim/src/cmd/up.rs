@@ -29,6 +29,10 @@ pub struct UpArgs {
     /// the generated bearer token (both kept in `<data-dir>/pki/`).
     #[arg(long)]
     pub tls: bool,
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for
+    /// the built-in scheduler; without it, upstream's default profile.
+    #[arg(long, value_name = "FILE")]
+    pub scheduler_config: Option<PathBuf>,
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
@@ -129,6 +133,11 @@ pub fn run(args: UpArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(args: UpArgs) -> anyhow::Result<()> {
+    let scheduler_config = match &args.scheduler_config {
+        Some(path) => kubesim_scheduler::SchedulerConfig::from_file(path)
+            .map_err(|e| anyhow::anyhow!("bad --scheduler-config: {e}"))?,
+        None => kubesim_scheduler::SchedulerConfig::default(),
+    };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -160,6 +169,17 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
         server.registry.clone(),
         server.clock.clone(),
         pki.as_ref().map(|p| p.ca_pem.clone()),
+    ));
+    // kube-scheduler, with its own identity and informers.
+    let scheduler_api: Arc<dyn kubesim_runtime::Api> = Arc::new(
+        kubesim_apiserver::inprocess::InProcess::new(server.clone(), "default-scheduler"),
+    );
+    tokio::spawn(kubesim_scheduler::run(
+        scheduler_api.clone(),
+        kubesim_runtime::Informers::new(scheduler_api, server.clock.clone()),
+        server.clock.clone(),
+        server.rng.clone(),
+        scheduler_config,
     ));
     let (url, kc_text) = match &pki {
         Some(p) => {

@@ -1,0 +1,451 @@
+//! Building [`PodInfo`] and [`NodeInfo`] from objects: the requests a pod
+//! needs, what a node offers, and the bookkeeping when pods are placed on
+//! or removed from a node.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kubesim_core::meta;
+use kubesim_core::quantity::Quantity;
+use kubesim_runtime::ObjectKey;
+use serde_json::Value;
+
+use crate::framework::{HostPort, NodeInfo, PodInfo, Resources, Taint};
+
+/// CPU counted for a container without a cpu request when scoring (upstream
+/// `DefaultMilliCPURequest`).
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// Memory counted for a container without a memory request when scoring
+/// (upstream `DefaultMemoryRequest`, 200 MiB).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+
+impl Resources {
+    fn add(&mut self, o: &Resources) {
+        self.milli_cpu += o.milli_cpu;
+        self.memory += o.memory;
+        self.ephemeral_storage += o.ephemeral_storage;
+        self.pods += o.pods;
+        for (k, v) in &o.scalar {
+            *self.scalar.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    fn sub(&mut self, o: &Resources) {
+        self.milli_cpu -= o.milli_cpu;
+        self.memory -= o.memory;
+        self.ephemeral_storage -= o.ephemeral_storage;
+        self.pods -= o.pods;
+        for (k, v) in &o.scalar {
+            let e = self.scalar.entry(k.clone()).or_default();
+            *e -= v;
+            if *e == 0 {
+                self.scalar.remove(k);
+            }
+        }
+    }
+
+    /// Each amount raised to at least `o`'s.
+    fn max_with(&mut self, o: &Resources) {
+        self.milli_cpu = self.milli_cpu.max(o.milli_cpu);
+        self.memory = self.memory.max(o.memory);
+        self.ephemeral_storage = self.ephemeral_storage.max(o.ephemeral_storage);
+        self.pods = self.pods.max(o.pods);
+        for (k, v) in &o.scalar {
+            let e = self.scalar.entry(k.clone()).or_default();
+            *e = (*e).max(*v);
+        }
+    }
+
+    /// A resource list (`{"cpu": "2", "memory": "1Gi", ...}`). Quantities
+    /// that do not parse count as zero: the API server validates them.
+    pub fn from_list(list: Option<&Value>) -> Resources {
+        let mut r = Resources::default();
+        let Some(Value::Object(m)) = list else {
+            return r;
+        };
+        for (name, v) in m {
+            let q = match v {
+                Value::String(s) => Quantity::parse(s).ok(),
+                Value::Number(n) => n
+                    .as_f64()
+                    .map(|f| Quantity::from_milli((f * 1000.0) as i128)),
+                _ => None,
+            };
+            let Some(q) = q else { continue };
+            match name.as_str() {
+                "cpu" => r.milli_cpu = q.milli_value(),
+                "memory" => r.memory = q.value(),
+                "ephemeral-storage" => r.ephemeral_storage = q.value(),
+                "pods" => r.pods = q.value(),
+                other if is_scalar(other) => {
+                    r.scalar.insert(other.to_string(), q.value());
+                }
+                _ => {}
+            }
+        }
+        r
+    }
+
+    /// The amount of a named resource.
+    pub fn get(&self, name: &str) -> i64 {
+        match name {
+            "cpu" => self.milli_cpu,
+            "memory" => self.memory,
+            "ephemeral-storage" => self.ephemeral_storage,
+            "pods" => self.pods,
+            other => self.scalar.get(other).copied().unwrap_or(0),
+        }
+    }
+}
+
+/// Resources the scheduler counts beside cpu/memory/storage/pods:
+/// extended resources (`example.com/foo`, outside `kubernetes.io`),
+/// hugepages and attachable volumes, as upstream's scalar resources.
+pub fn is_scalar(name: &str) -> bool {
+    if name.starts_with("hugepages-") || name.starts_with("attachable-volumes-") {
+        return true;
+    }
+    match name.split_once('/') {
+        Some((domain, _)) => {
+            !(domain == "kubernetes.io" || domain.ends_with(".kubernetes.io"))
+                || domain == "requests.kubernetes.io"
+        }
+        None => false,
+    }
+}
+
+fn container_requests(c: &Value) -> Resources {
+    Resources::from_list(c.pointer("/resources/requests"))
+}
+
+/// Requests with the scoring defaults for absent cpu/memory.
+fn non_zero(c: &Value, r: &Resources) -> Resources {
+    let reqs = c.pointer("/resources/requests");
+    let has = |k: &str| reqs.and_then(|m| m.get(k)).is_some();
+    let mut out = r.clone();
+    if !has("cpu") {
+        out.milli_cpu = DEFAULT_MILLI_CPU_REQUEST;
+    }
+    if !has("memory") {
+        out.memory = DEFAULT_MEMORY_REQUEST;
+    }
+    out
+}
+
+fn containers<'a>(pod: &'a Value, field: &str) -> &'a [Value] {
+    pod.get("spec")
+        .and_then(|s| s.get(field))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// The effective requests of a pod, plain and with the scoring defaults.
+///
+/// The rule: regular containers run together, so their requests add up;
+/// restartable init containers (sidecars, `restartPolicy: Always`) keep
+/// running once started, so they add to everything after them; each
+/// ordinary init container runs alone beside the sidecars started before
+/// it. The pod needs the largest of these moments, plus `spec.overhead`.
+pub fn pod_requests(pod: &Value) -> (Resources, Resources) {
+    let mut sum = Resources::default();
+    let mut sum_nz = Resources::default();
+    for c in containers(pod, "containers") {
+        let r = container_requests(c);
+        sum_nz.add(&non_zero(c, &r));
+        sum.add(&r);
+    }
+    let mut sidecars = Resources::default();
+    let mut sidecars_nz = Resources::default();
+    let mut init_peak = Resources::default();
+    let mut init_peak_nz = Resources::default();
+    for c in containers(pod, "initContainers") {
+        let r = container_requests(c);
+        let nz = non_zero(c, &r);
+        let restartable = c.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+        let mut moment = r.clone();
+        moment.add(&sidecars);
+        let mut moment_nz = nz.clone();
+        moment_nz.add(&sidecars_nz);
+        init_peak.max_with(&moment);
+        init_peak_nz.max_with(&moment_nz);
+        if restartable {
+            sidecars.add(&r);
+            sidecars_nz.add(&nz);
+        }
+    }
+    sum.add(&sidecars);
+    sum_nz.add(&sidecars_nz);
+    sum.max_with(&init_peak);
+    sum_nz.max_with(&init_peak_nz);
+    let overhead = Resources::from_list(pod.pointer("/spec/overhead"));
+    sum.add(&overhead);
+    sum_nz.add(&overhead);
+    (sum, sum_nz)
+}
+
+/// The host ports a pod's containers ask for (port 0 means none).
+pub fn pod_host_ports(pod: &Value) -> Vec<HostPort> {
+    let mut out = Vec::new();
+    for field in ["initContainers", "containers"] {
+        for c in containers(pod, field) {
+            for p in c
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let port = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) as i32;
+                if port <= 0 {
+                    continue;
+                }
+                let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+                let ip = p.get("hostIP").and_then(Value::as_str).unwrap_or("0.0.0.0");
+                let ip = if ip.is_empty() { "0.0.0.0" } else { ip };
+                out.push((proto.to_string(), ip.to_string(), port));
+            }
+        }
+    }
+    out
+}
+
+impl PodInfo {
+    /// Everything the scheduler computes once per pod version.
+    pub fn from_pod(pod: Arc<Value>) -> PodInfo {
+        let (requests, non_zero_requests) = pod_requests(&pod);
+        PodInfo {
+            key: ObjectKey::of(&pod),
+            uid: meta::uid(&pod).to_string(),
+            labels: meta::labels(&pod),
+            priority: pod
+                .pointer("/spec/priority")
+                .and_then(Value::as_i64)
+                .unwrap_or(0) as i32,
+            requests,
+            non_zero_requests,
+            host_ports: pod_host_ports(&pod),
+            node_name: pod
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            pod,
+        }
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.key.namespace
+    }
+
+    pub fn name(&self) -> &str {
+        &self.key.name
+    }
+
+    /// `spec.schedulerName`, defaulted.
+    pub fn scheduler_name(&self) -> &str {
+        self.pod
+            .pointer("/spec/schedulerName")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("default-scheduler")
+    }
+
+    /// `status.nominatedNodeName`, empty when there is none.
+    pub fn nominated_node(&self) -> &str {
+        self.pod
+            .pointer("/status/nominatedNodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+/// A node's taints.
+pub fn node_taints(node: &Value) -> Vec<Taint> {
+    node.pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|t| Taint {
+            key: str_of(t, "key"),
+            value: str_of(t, "value"),
+            effect: str_of(t, "effect"),
+        })
+        .collect()
+}
+
+fn str_of(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// Image name (every name the node reports) to size in bytes.
+pub fn node_images(node: &Value) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for img in node
+        .pointer("/status/images")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let size = img.get("sizeBytes").and_then(Value::as_i64).unwrap_or(0);
+        for n in img
+            .get("names")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            out.insert(n.to_string(), size);
+        }
+    }
+    out
+}
+
+impl NodeInfo {
+    /// A node without pods.
+    pub fn from_node(node: Arc<Value>) -> NodeInfo {
+        let mut n = NodeInfo {
+            node: node.clone(),
+            name: String::new(),
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+            unschedulable: false,
+            allocatable: Resources::default(),
+            requested: Resources::default(),
+            non_zero_requested: Resources::default(),
+            pods: Vec::new(),
+            used_ports: Default::default(),
+            images: BTreeMap::new(),
+        };
+        n.set_node(node);
+        n
+    }
+
+    /// Replaces the node object, keeping the pods.
+    pub fn set_node(&mut self, node: Arc<Value>) {
+        self.name = meta::name(&node).to_string();
+        self.labels = meta::labels(&node);
+        self.taints = node_taints(&node);
+        self.unschedulable = node
+            .pointer("/spec/unschedulable")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let alloc = node
+            .pointer("/status/allocatable")
+            .or_else(|| node.pointer("/status/capacity"));
+        self.allocatable = Resources::from_list(alloc);
+        self.images = node_images(&node);
+        self.node = node;
+    }
+
+    /// Counts `pod` on this node.
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        self.requested.add(&pod.requests);
+        self.non_zero_requested.add(&pod.non_zero_requests);
+        for p in &pod.host_ports {
+            self.used_ports.insert(p.clone());
+        }
+        self.pods.push(pod);
+    }
+
+    /// Stops counting the pod with `uid`; false when it was not here.
+    pub fn remove_pod(&mut self, uid: &str) -> bool {
+        let Some(i) = self.pods.iter().position(|p| p.uid == uid) else {
+            return false;
+        };
+        let pod = self.pods.remove(i);
+        self.requested.sub(&pod.requests);
+        self.non_zero_requested.sub(&pod.non_zero_requests);
+        // Ports are recomputed: two pods may share a port on distinct IPs.
+        self.used_ports = self
+            .pods
+            .iter()
+            .flat_map(|p| p.host_ports.iter().cloned())
+            .collect();
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(spec: Value) -> PodInfo {
+        PodInfo::from_pod(Arc::new(
+            json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": spec}),
+        ))
+    }
+
+    #[test]
+    fn containers_add_up_and_init_containers_take_the_max() {
+        let p = pod(json!({
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}],
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "2"}}},
+            ],
+            "overhead": {"cpu": "100m"},
+        }));
+        // max(0.5 + 1, 3) + 0.1 overhead
+        assert_eq!(p.requests.milli_cpu, 3100);
+        assert_eq!(p.requests.memory, 1 << 30);
+        assert_eq!(p.requests.scalar["nvidia.com/gpu"], 2);
+        // Container b has no memory request: 200Mi for scoring, 1Gi + 200Mi
+        // beats the init container's 1Gi.
+        assert_eq!(
+            p.non_zero_requests.memory,
+            (1 << 30) + DEFAULT_MEMORY_REQUEST
+        );
+    }
+
+    #[test]
+    fn sidecars_add_to_later_init_containers_and_to_the_containers() {
+        let p = pod(json!({
+            "initContainers": [
+                {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "i", "resources": {"requests": {"cpu": "2"}}},
+            ],
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1500m"}}}],
+        }));
+        // moments: s alone 1; i beside s 3; containers beside s 2.5 -> 3
+        assert_eq!(p.requests.milli_cpu, 3000);
+    }
+
+    #[test]
+    fn best_effort_pod_counts_defaults_for_scoring_only() {
+        let p = pod(json!({"containers": [{"name": "a"}, {"name": "b"}]}));
+        assert_eq!(p.requests, Resources::default());
+        assert_eq!(p.non_zero_requests.milli_cpu, 200);
+        assert_eq!(p.non_zero_requests.memory, 2 * DEFAULT_MEMORY_REQUEST);
+    }
+
+    #[test]
+    fn node_allocatable_taints_images_and_pod_accounting() {
+        let node = json!({
+            "metadata": {"name": "n1", "labels": {"zone": "a"}},
+            "spec": {"unschedulable": true, "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]},
+            "status": {
+                "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "10Gi", "example.com/foo": "3"},
+                "images": [{"names": ["nginx:1", "docker.io/nginx:1"], "sizeBytes": 1000}],
+            },
+        });
+        let mut n = NodeInfo::from_node(Arc::new(node));
+        assert_eq!(n.allocatable.milli_cpu, 4000);
+        assert_eq!(n.allocatable.pods, 110);
+        assert_eq!(n.allocatable.scalar["example.com/foo"], 3);
+        assert!(n.unschedulable);
+        assert_eq!(n.taints[0].effect, "NoSchedule");
+        assert_eq!(n.images.len(), 2);
+        let p = Arc::new(pod(json!({"containers": [{"name": "a",
+            "ports": [{"containerPort": 80, "hostPort": 8080}],
+            "resources": {"requests": {"cpu": "1"}}}]})));
+        n.add_pod(p);
+        assert_eq!(n.requested.milli_cpu, 1000);
+        assert!(n
+            .used_ports
+            .contains(&("TCP".into(), "0.0.0.0".into(), 8080)));
+        assert!(n.remove_pod("u"));
+        assert_eq!(n.requested.milli_cpu, 0);
+        assert!(n.used_ports.is_empty());
+    }
+}

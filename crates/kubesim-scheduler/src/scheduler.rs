@@ -1,0 +1,498 @@
+//! The scheduler process: informers feed the cache and the queue; one loop
+//! pops a pod, runs the algorithm on a snapshot, assumes the pod on the
+//! chosen node and hands the binding to a concurrent binder, so the next
+//! cycle starts without waiting for the API.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kubesim_core::meta;
+use kubesim_core::patch::PatchType;
+use kubesim_runtime::{
+    Api, Change, Clock, DeleteOptions, EventRecorder, EventType, Informers, ResourceRef, Rng,
+    WriteOptions,
+};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::algorithm::{Algorithm, ScheduleError};
+use crate::cache::{is_terminal, Cache};
+use crate::config::SchedulerConfig;
+use crate::framework::{Nomination, PodInfo, Snapshot};
+use crate::profile::Profile;
+use crate::queue::{ClusterEvent, QueuedPod, SchedulingQueue};
+
+/// The component name on events and in the user agent.
+pub const COMPONENT: &str = "default-scheduler";
+/// Bindings and status writes in flight at once.
+const CONCURRENT_WRITES: usize = 64;
+
+/// Work for the API, done off the scheduling loop.
+enum Job {
+    Bind {
+        pod: Arc<PodInfo>,
+        node: String,
+        attempts: u32,
+        /// When the attempt started (for [`Metrics`]).
+        started: tokio::time::Instant,
+    },
+    Failed {
+        pod: Arc<PodInfo>,
+        message: String,
+        nomination: Option<Nomination>,
+    },
+}
+
+struct Shared {
+    api: Arc<dyn Api>,
+    cache: Arc<Cache>,
+    queue: Arc<SchedulingQueue>,
+    recorder: EventRecorder,
+    clock: Clock,
+    metrics: Option<Arc<Metrics>>,
+}
+
+/// Measurements for benchmarks: the duration of each successful attempt,
+/// from the pod leaving the queue to its binding being written.
+#[derive(Default)]
+pub struct Metrics {
+    pub attempt_durations: parking_lot::Mutex<Vec<std::time::Duration>>,
+}
+
+/// Aborts a spawned task when dropped, so dropping [`run`] stops it all.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn spawn(f: impl std::future::Future<Output = ()> + Send + 'static) -> AbortOnDrop {
+    AbortOnDrop(tokio::spawn(f))
+}
+
+fn pods_ref() -> ResourceRef {
+    ResourceRef::core("pods")
+}
+
+/// The pod as an event's involved object needs it (list items carry no
+/// kind).
+fn as_pod_object(pod: &Value) -> Value {
+    let mut p = pod.clone();
+    if p.get("kind").is_none() {
+        p["kind"] = json!("Pod");
+        p["apiVersion"] = json!("v1");
+    }
+    p
+}
+
+fn is_assigned(pod: &Value) -> bool {
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty())
+}
+
+/// Whether a node update can make a pod fit where it did not.
+fn node_changed(old: &Value, new: &Value) -> bool {
+    old.get("spec") != new.get("spec")
+        || meta::labels(old) != meta::labels(new)
+        || old.pointer("/status/allocatable") != new.pointer("/status/allocatable")
+}
+
+fn watch_cluster(informers: &Informers, s: &Arc<Shared>, served: Arc<Vec<String>>) {
+    let sh = s.clone();
+    informers
+        .get(&ResourceRef::core("nodes"))
+        .on_change(move |c| match c {
+            Change::Added(n) => {
+                sh.cache.add_or_update_node(n.clone());
+                sh.queue
+                    .with(|q, now| q.move_on(ClusterEvent::NodeAdd, now));
+            }
+            Change::Modified { old, new } => {
+                sh.cache.add_or_update_node(new.clone());
+                if node_changed(old, new) {
+                    sh.queue
+                        .with(|q, now| q.move_on(ClusterEvent::NodeUpdate, now));
+                }
+            }
+            Change::Deleted(n) => sh.cache.remove_node(meta::name(n)),
+        });
+    let sh = s.clone();
+    informers.get(&pods_ref()).on_change(move |c| {
+        let obj = c.object();
+        let key = kubesim_runtime::ObjectKey::of(obj);
+        let gone = matches!(c, Change::Deleted(_));
+        if is_assigned(obj) {
+            if gone || is_terminal(obj) {
+                sh.cache.remove_pod(&key);
+                sh.queue
+                    .with(|q, now| q.move_on(ClusterEvent::AssignedPodDelete, now));
+                return;
+            }
+            let relabelled = match c {
+                Change::Modified { old, .. } => {
+                    !is_assigned(old) || meta::labels(old) != meta::labels(obj)
+                }
+                _ => true,
+            };
+            sh.cache.add_or_update_pod(obj.clone());
+            sh.queue.with(|q, now| {
+                q.delete(&key);
+                if relabelled {
+                    q.move_on(ClusterEvent::AssignedPodChange, now);
+                }
+            });
+            return;
+        }
+        if gone {
+            sh.cache.forget(&key);
+            sh.queue.with(|q, _| q.delete(&key));
+            return;
+        }
+        let info = Arc::new(PodInfo::from_pod(obj.clone()));
+        let ours = served.iter().any(|s| s == info.scheduler_name());
+        if ours && !meta::is_deleting(obj) && !is_terminal(obj) {
+            sh.queue.with(|q, now| q.add_or_update(info, now));
+        } else {
+            sh.queue.with(|q, _| q.delete(&key));
+        }
+    });
+    let sh = s.clone();
+    informers
+        .get(&ResourceRef::core("namespaces"))
+        .on_change(move |c| {
+            sh.cache
+                .set_namespace(c.object(), matches!(c, Change::Deleted(_)));
+            sh.queue.with(|q, now| q.move_on(ClusterEvent::Other, now));
+        });
+    let sh = s.clone();
+    informers
+        .get(&ResourceRef::new("policy", "v1", "poddisruptionbudgets"))
+        .on_change(move |c| {
+            sh.cache
+                .set_pdb(c.object().clone(), matches!(c, Change::Deleted(_)));
+        });
+}
+
+/// Runs the scheduler until the returned future is dropped. Profiles that
+/// fail to build are reported and left out (a configuration read with
+/// [`SchedulerConfig::from_file`] has already been checked).
+pub async fn run(
+    api: Arc<dyn Api>,
+    informers: Arc<Informers>,
+    clock: Clock,
+    rng: Rng,
+    config: SchedulerConfig,
+) {
+    run_with_metrics(api, informers, clock, rng, config, None).await
+}
+
+/// [`run`], recording [`Metrics`].
+pub async fn run_with_metrics(
+    api: Arc<dyn Api>,
+    informers: Arc<Informers>,
+    clock: Clock,
+    rng: Rng,
+    config: SchedulerConfig,
+    metrics: Option<Arc<Metrics>>,
+) {
+    let mut profiles: BTreeMap<String, Profile> = BTreeMap::new();
+    for p in &config.profiles {
+        match Profile::build(p) {
+            Ok(built) => {
+                profiles.insert(p.scheduler_name.clone(), built);
+            }
+            Err(e) => {
+                tracing::error!(profile = %p.scheduler_name, error = %e, "bad scheduler profile")
+            }
+        }
+    }
+    let served = Arc::new(profiles.keys().cloned().collect::<Vec<_>>());
+    let (recorder, events) = EventRecorder::new(api.clone(), clock.clone(), COMPONENT);
+    let shared = Arc::new(Shared {
+        api: api.clone(),
+        cache: Cache::new(),
+        queue: Arc::new(SchedulingQueue::new(
+            clock.clone(),
+            config.initial_backoff,
+            config.max_backoff,
+        )),
+        recorder,
+        clock: clock.clone(),
+        metrics,
+    });
+    watch_cluster(&informers, &shared, served);
+    let inf = informers.clone();
+    let _informers = spawn(async move { inf.run().await });
+    let _events = spawn(events);
+    let (tx, rx) = mpsc::unbounded_channel::<Job>();
+    let sh = shared.clone();
+    let _writer = spawn(async move {
+        tokio_stream_of(rx)
+            .for_each_concurrent(CONCURRENT_WRITES, |job| {
+                let sh = sh.clone();
+                async move { sh.write(job).await }
+            })
+            .await
+    });
+    informers.wait_synced().await;
+    tracing::info!(profiles = ?profiles.keys().collect::<Vec<_>>(), "scheduler started");
+    let mut algo = Algorithm::new(rng, config.percentage_of_nodes_to_score);
+    let mut snapshot = Snapshot::default();
+    loop {
+        let qp = shared.queue.pop().await;
+        let started = clock.instant();
+        shared.schedule_one(started, qp, &profiles, &mut algo, &mut snapshot, &tx);
+        // Lets the informers and writers run on a single-threaded runtime.
+        tokio::task::yield_now().await;
+    }
+}
+
+fn tokio_stream_of<T: Send + 'static>(
+    mut rx: mpsc::UnboundedReceiver<T>,
+) -> impl futures::Stream<Item = T> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+impl Shared {
+    fn schedule_one(
+        &self,
+        started: tokio::time::Instant,
+        qp: QueuedPod,
+        profiles: &BTreeMap<String, Profile>,
+        algo: &mut Algorithm,
+        snapshot: &mut Snapshot,
+        tx: &mpsc::UnboundedSender<Job>,
+    ) {
+        let pod = qp.info.clone();
+        let Some(profile) = profiles.get(pod.scheduler_name()) else {
+            self.queue.with(|q, _| q.delete(&pod.key));
+            return;
+        };
+        self.cache.update_snapshot(snapshot);
+        let nominated = self.queue.nominated();
+        match algo.schedule(profile, &pod, snapshot, &nominated) {
+            Ok(placement) => {
+                self.cache.assume(&pod, &placement.node);
+                self.queue.with(|q, _| q.done(&pod.key));
+                let _ = tx.send(Job::Bind {
+                    pod,
+                    node: placement.node,
+                    attempts: qp.attempts,
+                    started,
+                });
+            }
+            Err(ScheduleError::Unschedulable(fit)) => {
+                let mut nomination = None;
+                let mut post_msg = String::new();
+                if !profile.post_filter.is_empty() && fit.nodes > 0 {
+                    for pf in &profile.post_filter {
+                        if let Some(n) = pf.post_filter(profile, &pod, snapshot, &fit.statuses) {
+                            nomination = Some(n);
+                            break;
+                        }
+                    }
+                    if nomination.is_none() {
+                        post_msg =
+                            if pod.pod.pointer("/spec/preemptionPolicy") == Some(&json!("Never")) {
+                                "preemption: not eligible due to preemptionPolicy=Never.".into()
+                            } else {
+                                fit.no_preemption_message()
+                            };
+                    }
+                }
+                let message = fit.message(&post_msg);
+                tracing::debug!(pod = %pod.key, %message, "unschedulable");
+                let plugins = fit.plugins();
+                self.queue.with(|q, now| {
+                    q.requeue_unschedulable(&pod.key, qp.cycle, plugins, now);
+                    if let Some(n) = &nomination {
+                        q.nominate(&pod.key, &n.node);
+                    }
+                });
+                let _ = tx.send(Job::Failed {
+                    pod,
+                    message,
+                    nomination,
+                });
+            }
+            Err(ScheduleError::Internal(e)) => {
+                tracing::warn!(pod = %pod.key, error = %e, "scheduling failed");
+                self.queue
+                    .with(|q, now| q.requeue_backoff(pod.clone(), qp.attempts, now));
+                self.recorder.record(
+                    &as_pod_object(&pod.pod),
+                    EventType::Warning,
+                    "FailedScheduling",
+                    e,
+                );
+            }
+        }
+    }
+
+    async fn write(&self, job: Job) {
+        match job {
+            Job::Bind {
+                pod,
+                node,
+                attempts,
+                started,
+            } => {
+                if self.bind(pod, node, attempts).await {
+                    if let Some(m) = &self.metrics {
+                        m.attempt_durations
+                            .lock()
+                            .push(self.clock.instant() - started);
+                    }
+                }
+            }
+            Job::Failed {
+                pod,
+                message,
+                nomination,
+            } => self.failed(pod, message, nomination).await,
+        }
+    }
+
+    /// Binds; true when the binding was written.
+    async fn bind(&self, pod: Arc<PodInfo>, node: String, attempts: u32) -> bool {
+        let binding = json!({
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod.name(), "namespace": pod.namespace(), "uid": pod.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        });
+        let res = self
+            .api
+            .create(
+                &ResourceRef::core("bindings"),
+                pod.namespace(),
+                binding,
+                &WriteOptions::default(),
+            )
+            .await;
+        match res {
+            Ok(_) => {
+                self.recorder.record(
+                    &as_pod_object(&pod.pod),
+                    EventType::Normal,
+                    "Scheduled",
+                    format!(
+                        "Successfully assigned {}/{} to {node}",
+                        pod.namespace(),
+                        pod.name()
+                    ),
+                );
+                true
+            }
+            Err(e) => {
+                self.cache.forget(&pod.key);
+                // Gone, or bound by someone else: the informer will say.
+                if e.code == 404 || e.code == 409 {
+                    tracing::debug!(pod = %pod.key, error = %e.message, "binding not needed");
+                    return false;
+                }
+                tracing::warn!(pod = %pod.key, error = %e.message, "binding failed");
+                self.recorder.record(
+                    &as_pod_object(&pod.pod),
+                    EventType::Warning,
+                    "FailedScheduling",
+                    format!("Binding rejected: {}", e.message),
+                );
+                self.queue
+                    .with(|q, now| q.requeue_backoff(pod.clone(), attempts, now));
+                false
+            }
+        }
+    }
+
+    async fn failed(&self, pod: Arc<PodInfo>, message: String, nomination: Option<Nomination>) {
+        self.recorder.record(
+            &as_pod_object(&pod.pod),
+            EventType::Warning,
+            "FailedScheduling",
+            message.clone(),
+        );
+        if let Some(n) = &nomination {
+            for v in &n.victims {
+                self.recorder.record(
+                    &as_pod_object(&v.pod),
+                    EventType::Normal,
+                    "Preempted",
+                    format!("Preempted by pod {} on node {}", pod.uid, n.node),
+                );
+                if let Err(e) = self
+                    .api
+                    .delete(
+                        &pods_ref(),
+                        v.namespace(),
+                        v.name(),
+                        &DeleteOptions {
+                            precondition_uid: Some(v.uid.clone()),
+                            ..Default::default()
+                        },
+                    )
+                    .await
+                {
+                    if e.code != 404 {
+                        tracing::warn!(victim = %v.key, error = %e.message, "preemption delete failed");
+                    }
+                }
+            }
+        }
+        // Write the condition only when it changes, as upstream does, so an
+        // unschedulable pod retried every few seconds is not rewritten.
+        let cond = pod
+            .pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| {
+                cs.iter()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some("PodScheduled"))
+            });
+        let same = cond.is_some_and(|c| {
+            c.get("status").and_then(Value::as_str) == Some("False")
+                && c.get("reason").and_then(Value::as_str) == Some("Unschedulable")
+                && c.get("message").and_then(Value::as_str) == Some(message.as_str())
+        });
+        let nominate = nomination
+            .as_ref()
+            .map(|n| n.node.as_str())
+            .filter(|n| *n != pod.nominated_node());
+        if same && nominate.is_none() {
+            return;
+        }
+        let mut status = json!({"conditions": [{
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastProbeTime": null,
+            "lastTransitionTime": meta::format_time(self.clock.now()),
+        }]});
+        if let Some(n) = nominate {
+            status["nominatedNodeName"] = json!(n);
+        }
+        let patch = json!({"status": status});
+        if let Err(e) = self
+            .api
+            .patch(
+                &pods_ref(),
+                pod.namespace(),
+                pod.name(),
+                PatchType::Strategic,
+                patch.to_string().into_bytes(),
+                Some("status"),
+                &WriteOptions::default(),
+            )
+            .await
+        {
+            if e.code != 404 {
+                tracing::debug!(pod = %pod.key, error = %e.message, "status update failed");
+            }
+        }
+    }
+}
