@@ -4,3 +4,5 @@
 //! KubeSchedulerConfiguration.
 
 pub mod framework;
+pub mod plugins;
+pub mod preemption;

@@ -1,0 +1,2 @@
+pub mod interpod_affinity;
+pub mod topology_spread;
