@@ -9,8 +9,10 @@
 //! snapshot, keyed by topology pair (label key, label value), so Filter and
 //! Score are map lookups.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use kubesim_core::selector::{LabelOp, LabelRequirement, LabelSelector};
 use serde_json::Value;
@@ -36,7 +38,14 @@ type NsLabels = BTreeMap<String, BTreeMap<String, String>>;
 pub struct InterPodAffinity {
     hard_pod_affinity_weight: i32,
     ignore_preferred_terms_of_existing_pods: bool,
+    /// Parsed terms of placed pods by uid. A pod's affinity cannot change
+    /// after creation, so entries never go stale; the cache only saves
+    /// re-parsing and is dropped whole when it grows past a bound.
+    parsed: Mutex<HashMap<String, Arc<Terms>>>,
 }
+
+/// Entries kept before the parse cache is emptied.
+const PARSED_CACHE_LIMIT: usize = 50_000;
 
 impl InterPodAffinity {
     /// `args` is the plugin's `InterPodAffinityArgs` (or null for defaults).
@@ -62,6 +71,7 @@ impl InterPodAffinity {
         Ok(InterPodAffinity {
             hard_pod_affinity_weight: weight as i32,
             ignore_preferred_terms_of_existing_pods: ignore,
+            parsed: Mutex::new(HashMap::new()),
         })
     }
 }
@@ -222,12 +232,6 @@ impl Terms {
         Ok(t)
     }
 
-    /// Terms of an already placed pod; a term that does not parse is
-    /// dropped rather than failing every other pod's cycle.
-    fn of_existing(pod: &PodInfo) -> Terms {
-        Terms::of(pod).unwrap_or_default()
-    }
-
     fn has_preferred(&self) -> bool {
         !self.preferred_affinity.is_empty() || !self.preferred_anti.is_empty()
     }
@@ -276,6 +280,24 @@ fn bump(counts: &mut BTreeMap<Pair, i64>, node: &NodeInfo, key: &str, by: i64) {
 }
 
 impl InterPodAffinity {
+    /// Terms of an already placed pod; terms that do not parse count as
+    /// none rather than failing every other pod's cycle.
+    fn existing_terms(&self, pod: &PodInfo) -> Arc<Terms> {
+        if pod.uid.is_empty() {
+            return Arc::new(Terms::of(pod).unwrap_or_default());
+        }
+        let mut cache = self.parsed.lock();
+        if let Some(t) = cache.get(&pod.uid) {
+            return t.clone();
+        }
+        if cache.len() >= PARSED_CACHE_LIMIT {
+            cache.clear();
+        }
+        let t = Arc::new(Terms::of(pod).unwrap_or_default());
+        cache.insert(pod.uid.clone(), t.clone());
+        t
+    }
+
     fn filter_state(&self, pod: &PodInfo, snap: &Snapshot) -> Result<FilterState, String> {
         let terms = Arc::new(Terms::of(pod)?);
         let ns_labels = &snap.namespace_labels;
@@ -286,7 +308,7 @@ impl InterPodAffinity {
             !terms.required_affinity.is_empty() || !terms.required_anti.is_empty();
         for (node, existing) in snap.pods() {
             if declares_required_anti_affinity(existing) {
-                for term in &Terms::of_existing(existing).required_anti {
+                for term in &self.existing_terms(existing).required_anti {
                     if term.matches_pod(pod, ns_labels) {
                         bump(&mut existing_anti, node, &term.topology_key, 1);
                     }
@@ -480,7 +502,7 @@ impl Plugin for InterPodAffinity {
             }
             // This pod's terms toward the incoming pod: its required
             // affinity counts with the configured hard weight.
-            let theirs = Terms::of_existing(existing);
+            let theirs = self.existing_terms(existing);
             if hard > 0 {
                 for term in &theirs.required_affinity {
                     if term.matches_pod(pod, ns_labels) {
