@@ -51,10 +51,10 @@ pub mod config;
 pub mod framework;
 pub mod info;
 pub mod plugins;
+pub mod preemption;
 pub mod profile;
 pub mod queue;
 pub mod scheduler;
-// Written separately and added here: `pub mod preemption;`.
 
 pub use config::SchedulerConfig;
 pub use scheduler::{run, run_with_metrics, Metrics};

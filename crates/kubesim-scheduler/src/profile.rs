@@ -235,7 +235,9 @@ mod tests {
                 "TaintToleration",
                 "NodeAffinity",
                 "NodePorts",
-                "NodeResourcesFit"
+                "NodeResourcesFit",
+                "PodTopologySpread",
+                "InterPodAffinity"
             ]
         );
         let scores: Vec<(String, i64)> = p
@@ -249,6 +251,8 @@ mod tests {
                 ("TaintToleration".to_string(), 3),
                 ("NodeAffinity".to_string(), 2),
                 ("NodeResourcesFit".to_string(), 1),
+                ("PodTopologySpread".to_string(), 2),
+                ("InterPodAffinity".to_string(), 2),
                 ("NodeResourcesBalancedAllocation".to_string(), 1),
                 ("ImageLocality".to_string(), 1),
             ]
@@ -284,6 +288,8 @@ mod tests {
             [
                 ("NodeAffinity".to_string(), 2),
                 ("NodeResourcesFit".to_string(), 7),
+                ("PodTopologySpread".to_string(), 2),
+                ("InterPodAffinity".to_string(), 2),
                 ("NodeResourcesBalancedAllocation".to_string(), 1),
             ]
         );
@@ -297,6 +303,6 @@ mod tests {
         assert_eq!(p.score.len(), 1);
         assert_eq!(p.score[0].0.name(), "RoundRobin");
         assert_eq!(names(&p.pre_score), ["RoundRobin"]);
-        assert_eq!(p.filter.len(), 6);
+        assert_eq!(p.filter.len(), 8);
     }
 }

@@ -164,7 +164,7 @@ async fn resource_fit_across_node_sizes() {
     env.settle().await;
     assert_eq!(
         env.unschedulable_message("nine").await,
-        "0/3 nodes are available: 3 Insufficient cpu."
+        "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
     let failed = env.events("FailedScheduling").await;
     assert!(failed
@@ -220,7 +220,7 @@ async fn node_selector_and_affinity() {
     env.settle().await;
     assert_eq!(
         env.unschedulable_message("none").await,
-        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
 }
 
@@ -263,7 +263,7 @@ async fn taints_and_tolerations() {
     assert_eq!(
         env.unschedulable_message("bad").await,
         "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
-1 node(s) had untolerated taint {gpu: true}."
+1 node(s) had untolerated taint {gpu: true}. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
 }
 
@@ -303,13 +303,15 @@ async fn least_allocated_spreads_most_allocated_packs() {
 
 #[tokio::test(start_paused = true)]
 async fn unschedulable_until_a_node_is_added() {
+    // 4 cpu exceeds the node's allocatable, which no eviction can cure:
+    // preemption says it would not help.
     let env = start(SchedulerConfig::default()).await;
     env.node("small", "1", "2Gi", json!({})).await;
     env.pod("big", "4", "1Gi", json!({})).await;
     env.settle().await;
     assert_eq!(
         env.unschedulable_message("big").await,
-        "0/1 nodes are available: 1 Insufficient cpu."
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     );
     // The node addition moves the pod back to the active queue at once
     // (well before the 5-minute flush).

@@ -11,6 +11,7 @@ use crate::framework::{Plugin, PostFilter};
 pub mod balanced_allocation;
 pub mod helpers;
 pub mod image_locality;
+pub mod interpod_affinity;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
@@ -18,8 +19,7 @@ pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod round_robin;
 pub mod taint_toleration;
-// Written separately and added here: `pub mod interpod_affinity;`,
-// `pub mod topology_spread;`.
+pub mod topology_spread;
 
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -56,17 +56,20 @@ pub fn registry() -> BTreeMap<&'static str, Factory> {
     r.insert(round_robin::NAME, |a| {
         Ok(Arc::new(round_robin::RoundRobin::new(a)?))
     });
-    // Added with their modules:
-    // r.insert("InterPodAffinity", |a| Ok(Arc::new(interpod_affinity::InterPodAffinity::new(a)?)));
-    // r.insert("PodTopologySpread", |a| Ok(Arc::new(topology_spread::PodTopologySpread::new(a)?)));
+    r.insert(interpod_affinity::NAME, |a| {
+        Ok(Arc::new(interpod_affinity::InterPodAffinity::new(a)?))
+    });
+    r.insert(topology_spread::NAME, |a| {
+        Ok(Arc::new(topology_spread::PodTopologySpread::new(a)?))
+    });
     r
 }
 
 /// PostFilter plugins by name.
 pub fn post_filter_registry() -> BTreeMap<&'static str, PostFilterFactory> {
-    #[allow(unused_mut)]
     let mut r: BTreeMap<&'static str, PostFilterFactory> = BTreeMap::new();
-    // Added with its module:
-    // r.insert("DefaultPreemption", |a| Ok(Arc::new(crate::preemption::DefaultPreemption::new(a)?)));
+    r.insert("DefaultPreemption", |a| {
+        Ok(Arc::new(crate::preemption::DefaultPreemption::new(a)?))
+    });
     r
 }
