@@ -105,8 +105,8 @@ const ZERO_IS_UNSET: &[&str] = &[
 ];
 
 /// String pointers where `""` differs from unset. Every other optional
-/// string drops `""`: Go value strings always reach the wire, and the
-/// defaulting here (like Go's) only fills absent fields.
+/// string (or bytes) field drops `""`: Go value strings always reach the
+/// wire, and the defaulting here (like Go's) only fills absent fields.
 const EMPTY_STRING_IS_SET: &[&str] = &[
     "api.core.v1.PersistentVolumeClaimSpec.storageClassName",
     "api.core.v1.PersistentVolumeClaimSpec.volumeAttributesClassName",
@@ -309,7 +309,7 @@ fn regenerate_proto_table() {
                 && !f.map
                 && !required.contains(&json)
                 && match f.ty.as_str() {
-                    "string" => !EMPTY_STRING_IS_SET.contains(&full.as_str()),
+                    "string" | "bytes" => !EMPTY_STRING_IS_SET.contains(&full.as_str()),
                     "int32" | "int64" | "bool" | "double" | INT_OR_STRING => {
                         ZERO_IS_UNSET.contains(&full.as_str())
                     }

@@ -123,29 +123,30 @@ fn field(
                 return Err(mismatch(f.ty, wire));
             };
             let (k, v) = map_entry(t, f.ty, entry, depth)?;
-            let map = match out.get_mut(key) {
-                Some(Value::Object(m)) => m,
-                _ => {
-                    out.insert(key.clone(), Value::Object(Map::new()));
-                    match out.get_mut(key) {
-                        Some(Value::Object(m)) => m,
-                        _ => unreachable!("just inserted an object"),
-                    }
-                }
-            };
-            map.insert(k, v);
+            let slot = out
+                .entry(key.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !slot.is_object() {
+                *slot = Value::Object(Map::new());
+            }
+            if let Value::Object(map) = slot {
+                map.insert(k, v);
+            }
         }
     }
     Ok(())
 }
 
 fn array_at<'m>(out: &'m mut Map<String, Value>, key: &str) -> &'m mut Vec<Value> {
-    if !matches!(out.get(key), Some(Value::Array(_))) {
-        out.insert(key.to_string(), Value::Array(Vec::new()));
+    let slot = out
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !slot.is_array() {
+        *slot = Value::Array(Vec::new());
     }
-    match out.get_mut(key) {
-        Some(Value::Array(a)) => a,
-        _ => unreachable!("just inserted an array"),
+    match slot {
+        Value::Array(items) => items,
+        _ => unreachable!("just made an array"),
     }
 }
 
@@ -284,6 +285,7 @@ fn special(t: &Table, s: Special, bytes: &[u8], depth: usize) -> Result<Option<V
         // Type 1 is a string; 0 (or anything else) an int.
         IntOrString if v1 == 1 => Some(Value::String(text.to_string())),
         IntOrString => Some(Value::from(v2 as i32)),
+        // A zero Quantity marshals as "0".
         Quantity if text.is_empty() => Some(Value::String("0".into())),
         Quantity => Some(Value::String(text.to_string())),
         RawJson => raw_json(t, raw, depth)?,

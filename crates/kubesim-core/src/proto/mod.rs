@@ -9,7 +9,7 @@
 //! A body is the magic `k8s\0` and a `runtime.Unknown`: {1: typeMeta
 //! {1: apiVersion, 2: kind}, 2: raw (the object's message), 3:
 //! contentEncoding, 4: contentType}. Field numbers and JSON names of the
-//! object messages come from `messages.txt` (see [`table`]).
+//! object messages come from `messages.txt` (see `table.rs`).
 
 mod decode;
 mod table;
