@@ -218,6 +218,15 @@ impl ApiError {
         )
     }
 
+    /// A create, update or subresource body in a format the server cannot read.
+    pub fn unsupported_body_media_type(content_type: &str) -> Self {
+        ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got \"{content_type}\")"),
+        )
+    }
+
     pub fn too_many_requests(message: impl Into<String>, retry_after: u32) -> Self {
         let mut e = ApiError::new(429, "TooManyRequests", message);
         e.details = Some(Box::new(Details {

@@ -9,6 +9,7 @@ pub mod defaults;
 pub mod error;
 pub mod meta;
 pub mod patch;
+pub mod proto;
 pub mod quantity;
 pub mod resource;
 pub mod schema;

@@ -10,6 +10,7 @@ use kubesim_core::table::{self, TableOptions};
 use kubesim_core::{schema, ApiError, ResourceInfo};
 use serde_json::{json, Value};
 
+use super::body;
 use super::metrics::Labels;
 use super::negotiate::{self, Format};
 use super::query::Query;
@@ -164,35 +165,6 @@ async fn body_bytes(req: Request) -> Result<bytes::Bytes, ApiError> {
         })
 }
 
-/// Decodes a create/update body: JSON (also when no Content-Type is sent,
-/// as the Python client does) or YAML.
-fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let v: Value = match essence.as_str() {
-        "" | "application/json" | "*/*" => serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-        })?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            let text = std::str::from_utf8(body)
-                .map_err(|_| ApiError::bad_request("the body is not valid UTF-8"))?;
-            serde_saphyr::from_str(text)
-                .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
-        }
-        other => return Err(ApiError::unsupported_media_type(other)),
-    };
-    if !v.is_object() {
-        return Err(ApiError::bad_request(
-            "the body of the request must be a JSON object",
-        ));
-    }
-    Ok(v)
-}
-
 async fn resource(
     app: &Arc<App>,
     req: Request,
@@ -292,7 +264,7 @@ async fn resource(
             labels.verb = "POST";
             let opts = q.write()?;
             labels.dry_run = opts.dry_run;
-            let body = decode_body(&content_type, &body_bytes(req).await?)?;
+            let body = body::decode(&content_type, &body_bytes(req).await?)?;
             if r.group.is_empty() && r.plural == "bindings" {
                 let name = kubesim_core::meta::name(&body).to_string();
                 return Ok(value_response(201, &server.bind(ns, &name, &body).await?));
@@ -305,11 +277,11 @@ async fn resource(
             labels.verb = "POST";
             match sub {
                 Some("binding") => {
-                    let body = decode_body(&content_type, &body_bytes(req).await?)?;
+                    let body = body::decode(&content_type, &body_bytes(req).await?)?;
                     Ok(value_response(201, &server.bind(ns, name, &body).await?))
                 }
                 Some("eviction") => {
-                    let body = decode_body(&content_type, &body_bytes(req).await?)?;
+                    let body = body::decode(&content_type, &body_bytes(req).await?)?;
                     Ok(value_response(201, &server.evict(ns, name, &body).await?))
                 }
                 Some("exec") | Some("attach") | Some("portforward") => {
@@ -325,7 +297,7 @@ async fn resource(
             labels.verb = "PUT";
             let opts = q.write()?;
             labels.dry_run = opts.dry_run;
-            let body = decode_body(&content_type, &body_bytes(req).await?)?;
+            let body = body::decode(&content_type, &body_bytes(req).await?)?;
             match sub {
                 Some("scale") => {
                     let s = server
@@ -385,7 +357,7 @@ async fn resource(
         }
         (Method::DELETE, Some(name)) => {
             labels.verb = "DELETE";
-            let body = delete_options_body(&body_bytes(req).await?)?;
+            let body = body::delete_options(&content_type, &body_bytes(req).await?)?;
             let opts = q.delete(body.as_ref())?;
             labels.dry_run = opts.dry_run;
             let res = server.delete(&r, ns, name, &opts).await?;
@@ -393,7 +365,7 @@ async fn resource(
         }
         (Method::DELETE, None) => {
             labels.verb = "DELETECOLLECTION";
-            let body = delete_options_body(&body_bytes(req).await?)?;
+            let body = body::delete_options(&content_type, &body_bytes(req).await?)?;
             let opts = q.delete(body.as_ref())?;
             let list = q.list()?;
             Ok(value_response(
@@ -406,16 +378,6 @@ async fn resource(
             r.plural
         ))),
     }
-}
-
-/// The optional DeleteOptions body of a DELETE.
-fn delete_options_body(raw: &[u8]) -> Result<Option<Value>, ApiError> {
-    if raw.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    serde_json::from_slice(raw)
-        .map(Some)
-        .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))
 }
 
 fn unsupported_stream(what: &str) -> ApiError {

@@ -1,6 +1,7 @@
 //! The HTTP front of the API server: routing, bodies, negotiation,
 //! responses, watch streaming and metrics.
 
+mod body;
 pub mod discovery;
 mod handlers;
 pub mod metrics;

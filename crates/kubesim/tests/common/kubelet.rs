@@ -90,7 +90,7 @@ fn heartbeat(port: u16) -> std::io::Result<()> {
             port,
             "PATCH",
             &format!("/api/v1/nodes/{name}/status"),
-            Some(("application/strategic-merge-patch+json", &patch)),
+            Some(("application/strategic-merge-patch+json", patch.as_bytes())),
         );
     }
     Ok(())
@@ -150,7 +150,7 @@ fn pass(port: u16, bound_only: bool) -> std::io::Result<()> {
             port,
             "PATCH",
             &format!("{path}/status"),
-            Some(("application/merge-patch+json", &patch)),
+            Some(("application/merge-patch+json", patch.as_bytes())),
         );
     }
     Ok(())

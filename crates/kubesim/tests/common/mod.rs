@@ -188,14 +188,30 @@ impl Kubesim {
         &self,
         method: &str,
         path: &str,
-        body: Option<(&str, &str)>,
+        body: Option<(&str, &[u8])>,
     ) -> std::io::Result<(u16, String)> {
         http_request(self.port, method, path, body)
     }
 
     /// One plain HTTP/1.1 request; returns the status and the body.
     pub fn request(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-        self.try_request(method, path, body.map(|b| ("application/json", b)))
+        self.try_request(
+            method,
+            path,
+            body.map(|b| ("application/json", b.as_bytes())),
+        )
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+    }
+
+    /// One request with a binary body of the given content type.
+    pub fn request_bytes(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> (u16, String) {
+        self.try_request(method, path, Some((content_type, body)))
             .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
     }
 
@@ -215,27 +231,34 @@ impl Kubesim {
 }
 
 /// One plain HTTP/1.1 request to the server on `port`; `body` is
-/// (content type, text). Returns the status and the body.
+/// (content type, bytes). Returns the status and the body.
 pub fn http_request(
     port: u16,
     method: &str,
     path: &str,
-    body: Option<(&str, &str)>,
+    body: Option<(&str, &[u8])>,
 ) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     s.set_write_timeout(Some(Duration::from_secs(10)))?;
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\nConnection: close\r\n"
-    );
+    )
+    .into_bytes();
     match body {
-        Some((content_type, b)) => req.push_str(&format!(
-            "Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{b}",
-            b.len()
-        )),
-        None => req.push_str("\r\n"),
+        Some((content_type, b)) => {
+            req.extend_from_slice(
+                format!(
+                    "Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+                    b.len()
+                )
+                .as_bytes(),
+            );
+            req.extend_from_slice(b);
+        }
+        None => req.extend_from_slice(b"\r\n"),
     }
-    s.write_all(req.as_bytes())?;
+    s.write_all(&req)?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
     parse_response(&raw)
