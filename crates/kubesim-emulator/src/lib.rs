@@ -1,0 +1,8 @@
+//! Emulated kubelets: what makes nodes and pods look real without running
+//! anything. Nodes come from a pool (`--nodes`) or from any Node object the
+//! emulator is told to manage; their leases are renewed in batches; pods
+//! and nodes move through their lifecycles by kwok-compatible Stages
+//! (`kwok.x-k8s.io/v1alpha1`), whose status templates are Go templates.
+
+pub mod gotpl;
+pub mod stage;

@@ -1,0 +1,2 @@
+//! kwok's Stage API (`kwok.x-k8s.io/v1alpha1`): selectors, weights,
+//! delays and the steps that move an object along its lifecycle.
