@@ -4,5 +4,10 @@
 //! and nodes move through their lifecycles by kwok-compatible Stages
 //! (`kwok.x-k8s.io/v1alpha1`), whose status templates are Go templates.
 
+mod emulator;
 pub mod gotpl;
+pub mod managed;
+pub mod nodes;
 pub mod stage;
+
+pub use emulator::{run, EmulatorConfig};

@@ -33,6 +33,16 @@ pub struct UpArgs {
     /// the built-in scheduler; without it, upstream's default profile.
     #[arg(long, value_name = "FILE")]
     pub scheduler_config: Option<PathBuf>,
+    /// Emulated nodes to create (kept across restarts; existing ones are
+    /// not recreated).
+    #[arg(long, default_value_t = 0)]
+    pub nodes: u64,
+    /// A Node manifest the `--nodes` are stamped from: capacity, labels,
+    /// taints; `metadata.name` is the name prefix, `spec.podCIDR` the
+    /// network per-node pod CIDRs are cut from, annotation
+    /// `kubesim.io/zones: a,b,c` spreads them over zones.
+    #[arg(long, value_name = "FILE")]
+    pub node_template: Option<PathBuf>,
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
@@ -138,6 +148,11 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("bad --scheduler-config: {e}"))?,
         None => kubesim_scheduler::SchedulerConfig::default(),
     };
+    let template = match &args.node_template {
+        Some(path) => kubesim_emulator::nodes::NodeTemplate::from_file(path)
+            .map_err(|e| anyhow::anyhow!("bad --node-template: {e}"))?,
+        None => Default::default(),
+    };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -180,6 +195,19 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
         server.clock.clone(),
         server.rng.clone(),
         scheduler_config,
+    ));
+    // The emulated kubelets of every emulated node.
+    tokio::spawn(kubesim_emulator::run(
+        Arc::new(kubesim_apiserver::inprocess::InProcess::new(
+            server.clone(),
+            "kubesim-emulator",
+        )),
+        server.clock.clone(),
+        kubesim_emulator::EmulatorConfig {
+            nodes: args.nodes,
+            template,
+            ..Default::default()
+        },
     ));
     let (url, kc_text) = match &pki {
         Some(p) => {

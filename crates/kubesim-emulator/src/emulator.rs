@@ -1,0 +1,37 @@
+//! The emulator as one component: it creates the `--nodes` pool and acts
+//! as the kubelet of every emulated node.
+
+use std::sync::Arc;
+
+use kubesim_runtime::{Api, Clock, Informers};
+
+use crate::managed::NodeSelector;
+use crate::nodes::{ensure_nodes, LeaseRenewer, NodeTemplate};
+
+/// What `kubesim up` asks of the emulator.
+#[derive(Debug, Clone, Default)]
+pub struct EmulatorConfig {
+    /// Nodes to create from `template` (those that exist are kept).
+    pub nodes: u64,
+    pub template: NodeTemplate,
+    pub selector: NodeSelector,
+}
+
+/// Runs until the returned future is dropped.
+pub async fn run(api: Arc<dyn Api>, clock: Clock, config: EmulatorConfig) {
+    let informers = Informers::new(api.clone(), clock.clone());
+    let renewer = LeaseRenewer::new(
+        api.clone(),
+        informers.clone(),
+        clock.clone(),
+        config.selector.clone(),
+    );
+    let create = async {
+        match ensure_nodes(&api, &config.template, config.nodes, 64).await {
+            Ok(n) if n > 0 => tracing::info!(created = n, "emulated nodes registered"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e.message, "cannot create emulated nodes"),
+        }
+    };
+    tokio::join!(informers.run(), renewer.run(), create);
+}
