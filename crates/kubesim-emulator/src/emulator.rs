@@ -1,10 +1,11 @@
-//! The emulator as one component: it creates the `--nodes` pool and acts
-//! as the kubelet of every emulated node.
+//! The emulator as one component: it creates the `--nodes` pool, runs
+//! Apate's configurations and acts as the kubelet of every emulated node.
 
 use std::sync::Arc;
 
-use kubesim_runtime::{Api, Clock, Informers};
+use kubesim_runtime::{Api, Clock, EventRecorder, Informers};
 
+use crate::apate::{self, Faults};
 use crate::managed::NodeSelector;
 use crate::nodes::{ensure_nodes, LeaseRenewer, NodeTemplate};
 
@@ -20,12 +21,16 @@ pub struct EmulatorConfig {
 /// Runs until the returned future is dropped.
 pub async fn run(api: Arc<dyn Api>, clock: Clock, config: EmulatorConfig) {
     let informers = Informers::new(api.clone(), clock.clone());
+    let (recorder, events) = EventRecorder::new(api.clone(), clock.clone(), "kubesim-emulator");
+    let faults = Arc::new(Faults::default());
+    let f = faults.clone();
     let renewer = LeaseRenewer::new(
         api.clone(),
         informers.clone(),
         clock.clone(),
         config.selector.clone(),
-    );
+    )
+    .with_silenced(Arc::new(move |node| f.silenced(node)));
     let create = async {
         match ensure_nodes(&api, &config.template, config.nodes, 64).await {
             Ok(n) if n > 0 => tracing::info!(created = n, "emulated nodes registered"),
@@ -33,5 +38,17 @@ pub async fn run(api: Arc<dyn Api>, clock: Clock, config: EmulatorConfig) {
             Err(e) => tracing::error!(error = %e.message, "cannot create emulated nodes"),
         }
     };
-    tokio::join!(informers.run(), renewer.run(), create);
+    tokio::join!(
+        informers.run(),
+        events,
+        renewer.run(),
+        apate::run(
+            api.clone(),
+            informers.clone(),
+            clock.clone(),
+            faults,
+            recorder
+        ),
+        create,
+    );
 }

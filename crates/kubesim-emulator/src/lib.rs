@@ -4,6 +4,8 @@
 //! and nodes move through their lifecycles by kwok-compatible Stages
 //! (`kwok.x-k8s.io/v1alpha1`), whose status templates are Go templates.
 
+pub mod apate;
+pub mod duration;
 mod emulator;
 pub mod gotpl;
 pub mod managed;

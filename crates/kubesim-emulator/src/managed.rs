@@ -28,7 +28,8 @@ impl NodeSelector {
                 ["labels", "annotations"].iter().any(|field| {
                     let map = meta.and_then(|m| m.get(*field));
                     map.and_then(|m| m.get(EMULATED)).is_some()
-                        || map.and_then(|m| m.get(KWOK_NODE)).and_then(Value::as_str) == Some("fake")
+                        || map.and_then(|m| m.get(KWOK_NODE)).and_then(Value::as_str)
+                            == Some("fake")
                 })
             }
         }

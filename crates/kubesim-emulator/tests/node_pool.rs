@@ -45,7 +45,10 @@ async fn renew_times(api: &Arc<dyn Api>) -> Vec<(String, String)> {
 }
 
 async fn ready(api: &Arc<dyn Api>, node: &str) -> String {
-    let n = api.get(&ResourceRef::core("nodes"), "", node).await.unwrap();
+    let n = api
+        .get(&ResourceRef::core("nodes"), "", node)
+        .await
+        .unwrap();
     n["status"]["conditions"]
         .as_array()
         .into_iter()
@@ -91,7 +94,14 @@ async fn leases_are_renewed_until_a_node_is_silenced() {
     clock.sleep(Duration::from_secs(11)).await;
     let first = renew_times(&api).await;
     let names: Vec<&str> = first.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["kubesim-node-00000", "kubesim-node-00001", "kubesim-node-00002"]);
+    assert_eq!(
+        names,
+        [
+            "kubesim-node-00000",
+            "kubesim-node-00001",
+            "kubesim-node-00002"
+        ]
+    );
     clock.sleep(Duration::from_secs(10)).await;
     let second = renew_times(&api).await;
     for ((n, a), (_, b)) in first.iter().zip(&second) {
@@ -112,12 +122,24 @@ async fn leases_are_renewed_until_a_node_is_silenced() {
     assert!(leases_now.iter().all(|(n, _)| n != "real"));
 
     // Deleting a node stops its renewals (its lease goes with it, owned).
-    api.delete(&ResourceRef::core("nodes"), "", "kubesim-node-00002", &Default::default())
-        .await
-        .unwrap();
+    api.delete(
+        &ResourceRef::core("nodes"),
+        "",
+        "kubesim-node-00002",
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     clock.sleep(Duration::from_secs(30)).await;
-    let names: Vec<String> = renew_times(&api).await.into_iter().map(|(n, _)| n).collect();
-    assert!(!names.contains(&"kubesim-node-00002".to_string()), "{names:?}");
+    let names: Vec<String> = renew_times(&api)
+        .await
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        !names.contains(&"kubesim-node-00002".to_string()),
+        "{names:?}"
+    );
     runner.abort();
     controllers.abort();
 }

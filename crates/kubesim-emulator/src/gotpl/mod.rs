@@ -22,7 +22,9 @@ pub struct Template {
 
 impl Template {
     pub fn parse(src: &str) -> Result<Template, TemplateError> {
-        Ok(Template { _src: src.to_string() })
+        Ok(Template {
+            _src: src.to_string(),
+        })
     }
 
     /// Renders with `data` as `.` and `funcs` for names the built-ins lack.

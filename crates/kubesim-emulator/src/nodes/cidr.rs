@@ -19,7 +19,11 @@ impl Net {
         if prefix > 32 {
             return Err(format!("bad prefix in {s:?}"));
         }
-        let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix) };
+        let mask = if prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - prefix)
+        };
         Ok(Net {
             addr: u32::from(addr) & mask,
             prefix,
@@ -71,6 +75,9 @@ mod tests {
         assert!(Net::parse("10.0.0.0").is_err());
         assert!(Net::parse("10.0.0.0/33").is_err());
         // Host bits are dropped, as a CIDR's network address.
-        assert_eq!(Net::parse("10.1.2.3/16").unwrap().to_string(), "10.1.0.0/16");
+        assert_eq!(
+            Net::parse("10.1.2.3/16").unwrap().to_string(),
+            "10.1.0.0/16"
+        );
     }
 }

@@ -76,9 +76,7 @@ impl LeaseRenewer {
     }
 
     pub async fn run(self) {
-        let nodes = self
-            .informers
-            .get_metadata(&ResourceRef::core("nodes"));
+        let nodes = self.informers.get_metadata(&ResourceRef::core("nodes"));
         let slots: Arc<Mutex<Slots>> = Arc::default();
         let (s, selector) = (slots.clone(), self.selector.clone());
         nodes.on_change(move |c| {

@@ -23,10 +23,7 @@ pub async fn ensure_nodes(
             let (api, nodes) = (api.clone(), nodes.clone());
             let node = template.node(i);
             async move {
-                match api
-                    .create(&nodes, "", node, &WriteOptions::default())
-                    .await
-                {
+                match api.create(&nodes, "", node, &WriteOptions::default()).await {
                     Ok(_) => Ok(true),
                     Err(e) if e.code == 409 => Ok(false),
                     Err(e) => Err(e),

@@ -191,7 +191,10 @@ mod tests {
         let t = NodeTemplate::default();
         let n = t.node(257);
         assert_eq!(n["metadata"]["name"], "kubesim-node-00257");
-        assert_eq!(n["metadata"]["labels"]["kubernetes.io/hostname"], "kubesim-node-00257");
+        assert_eq!(
+            n["metadata"]["labels"]["kubernetes.io/hostname"],
+            "kubesim-node-00257"
+        );
         assert_eq!(n["metadata"]["annotations"][EMULATED], "true");
         assert_eq!(n["spec"]["podCIDR"], "10.129.1.0/24");
         assert_eq!(n["status"]["addresses"][0]["address"], "172.16.1.2");
@@ -209,7 +212,12 @@ mod tests {
         }))
         .unwrap();
         let zones: Vec<String> = (0..4)
-            .map(|i| t.node(i)["metadata"]["labels"][ZONE_LABEL].as_str().unwrap().to_string())
+            .map(|i| {
+                t.node(i)["metadata"]["labels"][ZONE_LABEL]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         assert_eq!(zones, ["a", "b", "c", "a"]);
         let n = t.node(5);

@@ -1,0 +1,293 @@
+//! Apate's own example configurations, applied unchanged to the in-process
+//! server in simulated time, with the controllers watching.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kubesim_apiserver::inprocess::InProcess;
+use kubesim_apiserver::Server;
+use kubesim_core::meta;
+use kubesim_emulator::{run, EmulatorConfig};
+use kubesim_runtime::{Api, Clock, ListOptions, ResourceRef, Rng, WriteOptions};
+use kubesim_store::{MemStore, Store};
+use serde_json::{json, Value};
+
+struct Env {
+    api: Arc<dyn Api>,
+    clock: Clock,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn start() -> Env {
+    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
+    let clock = Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap());
+    let server = Server::new(store, clock.clone(), Rng::seeded(1));
+    server.bootstrap().await.expect("bootstrap");
+    let api: Arc<dyn Api> = Arc::new(InProcess::new(server.clone(), "test"));
+    let controllers = tokio::spawn(kubesim_controllers::run_all(
+        Arc::new(InProcess::new(server.clone(), "kube-controller-manager")),
+        server.registry.clone(),
+        clock.clone(),
+        None,
+    ));
+    let emulator = tokio::spawn(run(
+        Arc::new(InProcess::new(server.clone(), "kubesim-emulator")),
+        clock.clone(),
+        EmulatorConfig::default(),
+    ));
+    Env {
+        api,
+        clock,
+        tasks: vec![controllers, emulator],
+    }
+}
+
+fn yaml(text: &str) -> Value {
+    serde_saphyr::from_str(text).unwrap()
+}
+
+impl Env {
+    async fn sleep(&self, secs: u64) {
+        self.clock.sleep(Duration::from_secs(secs)).await;
+    }
+
+    async fn create(&self, r: ResourceRef, ns: &str, obj: Value) {
+        // The definitions appear a moment after the emulator starts.
+        for _ in 0..50 {
+            match self
+                .api
+                .create(&r, ns, obj.clone(), &WriteOptions::default())
+                .await
+            {
+                Ok(_) => return,
+                Err(e) if e.code == 404 => self.sleep(1).await,
+                Err(e) => panic!("create {}: {}", meta::name(&obj), e.message),
+            }
+        }
+        panic!("{} never served", r.plural);
+    }
+
+    async fn start_scenario(&self) {
+        let now = meta::format_time(self.clock.now());
+        self.create(
+            ResourceRef::core("configmaps"),
+            "kube-system",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "kubesim-scenario"}, "data": {"startTime": now}}),
+        )
+        .await;
+    }
+
+    async fn nodes(&self) -> Vec<Value> {
+        let l = self
+            .api
+            .list(&ResourceRef::core("nodes"), "", &ListOptions::default())
+            .await
+            .unwrap();
+        l["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    async fn condition(&self, node: &str, kind: &str) -> String {
+        let n = self
+            .api
+            .get(&ResourceRef::core("nodes"), "", node)
+            .await
+            .unwrap();
+        n["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == kind)
+            .map(|c| c["status"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    }
+
+    async fn renew_time(&self, node: &str) -> Option<String> {
+        let l = self
+            .api
+            .get(
+                &ResourceRef::new("coordination.k8s.io", "v1", "leases"),
+                "kube-node-lease",
+                node,
+            )
+            .await
+            .ok()?;
+        l["spec"]["renewTime"].as_str().map(str::to_string)
+    }
+}
+
+fn nc() -> ResourceRef {
+    ResourceRef::new("apate.opendc.org", "v1", "nodeconfigurations")
+}
+
+fn pc() -> ResourceRef {
+    ResourceRef::new("apate.opendc.org", "v1", "podconfigurations")
+}
+
+/// Apate's examples/node_crd.yml, verbatim.
+const NODE_CRD: &str = "apiVersion: apate.opendc.org/v1
+kind: NodeConfiguration
+metadata:
+    name: test-deployment1
+spec:
+    replicas: 1
+    resources:
+        memory: 5G
+        cpu: 5
+        storage: 5T
+        ephemeral_storage: 120G
+        max_pods: 150
+    tasks:
+        - timestamp: 1s
+          state:
+              node_failed: true
+";
+
+/// Apate's examples/pod_crd.yml, verbatim.
+const POD_CRD: &str = "apiVersion: apate.opendc.org/v1
+kind: PodConfiguration
+metadata:
+    name: crd-deployment
+spec:
+    pod_resources:
+        memory: 1G
+    tasks:
+        - timestamp: 1s
+          state:
+              pod_resources:
+                  cpu: 1
+                  memory: 5G
+        - timestamp: 5s
+          state:
+              pod_status: FAILED
+";
+
+#[tokio::test(start_paused = true)]
+async fn node_failure_at_one_second() {
+    let env = start().await;
+    env.create(nc(), "default", yaml(NODE_CRD)).await;
+    env.sleep(2).await;
+    let nodes = env.nodes().await;
+    assert_eq!(nodes.len(), 1);
+    let node = &nodes[0];
+    let name = meta::name(node).to_string();
+    assert_eq!(name, "test-deployment1-00000");
+    assert_eq!(node["metadata"]["labels"]["emulated"], "yes");
+    assert_eq!(node["metadata"]["labels"]["apate-name"], "test-deployment1");
+    assert_eq!(node["spec"]["taints"][0]["key"], "emulated");
+    assert_eq!(
+        node["status"]["capacity"]["memory"],
+        (5u64 << 30).to_string()
+    );
+    assert_eq!(node["status"]["capacity"]["pods"], "150");
+
+    // Until the scenario starts the node is healthy: its lease renews.
+    env.sleep(20).await;
+    let before = env.renew_time(&name).await.expect("lease");
+    env.sleep(20).await;
+    assert!(env.renew_time(&name).await.unwrap() > before);
+
+    env.start_scenario().await;
+    env.sleep(2).await;
+    let stopped = env.renew_time(&name).await.unwrap();
+    env.sleep(30).await;
+    assert_eq!(
+        env.renew_time(&name).await.unwrap(),
+        stopped,
+        "a failed node stops its heartbeat"
+    );
+    // The node lifecycle controller notices after its 40 s grace.
+    env.sleep(30).await;
+    assert_eq!(env.condition(&name, "Ready").await, "Unknown");
+    let n = env
+        .api
+        .get(&ResourceRef::core("nodes"), "", &name)
+        .await
+        .unwrap();
+    let taints: Vec<&str> = n["spec"]["taints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["key"].as_str())
+        .collect();
+    assert!(
+        taints.contains(&"node.kubernetes.io/unreachable"),
+        "{taints:?}"
+    );
+
+    // Scaling the configuration down removes the node.
+    env.api
+        .patch(
+            &nc(),
+            "default",
+            "test-deployment1",
+            kubesim_core::patch::PatchType::Merge,
+            br#"{"spec":{"replicas":0}}"#.to_vec(),
+            None,
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+    env.sleep(2).await;
+    assert!(env.nodes().await.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn pod_fails_at_five_seconds() {
+    let env = start().await;
+    env.create(pc(), "default", yaml(POD_CRD)).await;
+    env.create(
+        nc(),
+        "default",
+        yaml(&NODE_CRD.replace(
+            "tasks:\n        - timestamp: 1s\n          state:\n              node_failed: true\n",
+            "",
+        )),
+    )
+    .await;
+    env.sleep(2).await;
+    env.create(
+        ResourceRef::core("pods"),
+        "default",
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "nginx", "labels": {"apate": "crd-deployment"}},
+            "spec": {"nodeName": "test-deployment1-00000",
+                "containers": [{"name": "nginx", "image": "nginx"}]}}),
+    )
+    .await;
+    env.start_scenario().await;
+    env.sleep(4).await;
+    let pods = ResourceRef::core("pods");
+    let p = env.api.get(&pods, "default", "nginx").await.unwrap();
+    assert_ne!(p["status"]["phase"], "Failed");
+    env.sleep(2).await;
+    let p = env.api.get(&pods, "default", "nginx").await.unwrap();
+    assert_eq!(p["status"]["phase"], "Failed");
+    assert_eq!(p["status"]["message"], "Emulated pod has failed");
+    assert_eq!(
+        p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+        1
+    );
+    let events = env
+        .api
+        .list(
+            &ResourceRef::core("events"),
+            "default",
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["reason"] == "EmulatedStatus" && e["involvedObject"]["name"] == "nginx"));
+}
