@@ -1,5 +1,6 @@
 //! The kubesim command line.
 
+mod client;
 mod cmd;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +23,11 @@ enum Command {
     ///
     /// Example: kubesim bench api --pods 20000 --clients 64
     Bench(cmd::bench::BenchArgs),
+    /// Start Apate's planned emulation (tasks fire at their timestamps from
+    /// the start) or show when it started.
+    ///
+    /// Example: kubesim scenario start --kubeconfig ./.kubesim/kubeconfig
+    Scenario(cmd::scenario::ScenarioArgs),
 }
 
 fn main() {
@@ -35,6 +41,7 @@ fn main() {
     let result = match cli.command {
         Command::Up(a) => cmd::up::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Scenario(a) => cmd::scenario::run(a),
     };
     if let Err(e) = result {
         eprintln!("kubesim: {e:#}");

@@ -3,4 +3,5 @@
 pub mod bench;
 pub mod bench_scheduler;
 pub mod pki;
+pub mod scenario;
 pub mod up;
