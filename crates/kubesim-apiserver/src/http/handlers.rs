@@ -247,7 +247,7 @@ async fn resource(
             match sub {
                 Some("scale") => Ok(value_response(200, &server.get_scale(&r, ns, name)?)),
                 Some("log") => {
-                    let text = server.pod_log(ns, name, q.get("container"))?;
+                    let text = server.pod_log(ns, name, &q.log()?)?;
                     Ok(bytes_response(200, "text/plain", text.into_bytes()))
                 }
                 Some("exec") | Some("attach") | Some("portforward") => {

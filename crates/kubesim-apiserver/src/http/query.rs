@@ -4,6 +4,8 @@
 use kubesim_core::ApiError;
 use kubesim_runtime::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
 
+use crate::service::logs::LogOptions;
+
 pub struct Query {
     pairs: Vec<(String, String)>,
 }
@@ -37,16 +39,30 @@ impl Query {
         Ok(self.flag("watch")?.unwrap_or(false))
     }
 
+    fn int(&self, k: &str) -> Result<Option<i64>, ApiError> {
+        match self.get(k) {
+            None | Some("") => Ok(None),
+            Some(v) => v
+                .parse::<i64>()
+                .map(Some)
+                .map_err(|_| ApiError::bad_request(format!("invalid value for {k}: {v:?}"))),
+        }
+    }
+
+    /// The parameters of GET pods/<name>/log (`follow` is accepted: the
+    /// emulated log is complete when returned, so the stream just ends).
+    pub fn log(&self) -> Result<LogOptions, ApiError> {
+        Ok(LogOptions {
+            container: self.get("container").map(str::to_string),
+            tail_lines: self.int("tailLines")?,
+            limit_bytes: self.int("limitBytes")?,
+            timestamps: self.flag("timestamps")?.unwrap_or(false),
+            previous: self.flag("previous")?.unwrap_or(false),
+        })
+    }
+
     pub fn list(&self) -> Result<ListOptions, ApiError> {
-        let int = |k: &str| -> Result<Option<i64>, ApiError> {
-            match self.get(k) {
-                None | Some("") => Ok(None),
-                Some(v) => v
-                    .parse::<i64>()
-                    .map(Some)
-                    .map_err(|_| ApiError::bad_request(format!("invalid value for {k}: {v:?}"))),
-            }
-        };
+        let int = |k: &str| self.int(k);
         let timeout = match int("timeoutSeconds")? {
             Some(t) if t < 0 => {
                 return Err(ApiError::bad_request("timeoutSeconds must be non-negative"))

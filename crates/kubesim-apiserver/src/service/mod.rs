@@ -8,6 +8,7 @@ pub mod attrs;
 mod bootstrap;
 mod crd;
 pub mod delete;
+pub mod logs;
 pub mod read;
 mod special;
 pub mod subresource;

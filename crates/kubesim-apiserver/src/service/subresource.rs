@@ -448,39 +448,6 @@ impl Server {
             .await?;
         Ok(r.obj)
     }
-
-    /// GET pods/<name>/log: emulated pods write no output, so the log is
-    /// empty, but the container checks are the real server's.
-    pub fn pod_log(
-        &self,
-        ns: &str,
-        name: &str,
-        container: Option<&str>,
-    ) -> Result<String, ApiError> {
-        let pods = self.resource("", "v1", "pods")?;
-        let pod = self.get(&pods, ns, name)?;
-        let names: Vec<String> = ["containers", "initContainers"]
-            .iter()
-            .flat_map(|f| {
-                pod.get("spec")
-                    .and_then(|s| s.get(*f))
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_string))
-            .collect();
-        match container {
-            Some(c) if !names.iter().any(|n| n == c) => Err(ApiError::bad_request(format!(
-                "container {c} is not valid for pod {name}"
-            ))),
-            None if names.len() > 1 => Err(ApiError::bad_request(format!(
-                "a container name must be specified for pod {name}, choose one of: [{}]",
-                names.join(" ")
-            ))),
-            _ => Ok(String::new()),
-        }
-    }
 }
 
 pub enum ScaleChange<'a> {
