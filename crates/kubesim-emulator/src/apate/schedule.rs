@@ -7,12 +7,12 @@ use super::types::Task;
 use crate::duration::parse_go_duration;
 
 /// The tasks due at `now`, in firing order, and when the next one is due.
-pub fn due<'a, S>(
-    tasks: &'a [Task<S>],
+pub fn due<S>(
+    tasks: &[Task<S>],
     scenario_start: Option<Timestamp>,
     pod_start: Option<Timestamp>,
     now: Timestamp,
-) -> (Vec<&'a Task<S>>, Option<Timestamp>) {
+) -> (Vec<&Task<S>>, Option<Timestamp>) {
     let mut timed: Vec<(Timestamp, usize)> = tasks
         .iter()
         .enumerate()
