@@ -1,13 +1,15 @@
 //! The emulator as one component: it creates the `--nodes` pool, runs
-//! Apate's configurations and acts as the kubelet of every emulated node.
+//! Apate's configurations, publishes emulated usage and acts as the
+//! kubelet of every emulated node.
 
 use std::sync::Arc;
 
-use kubesim_runtime::{Api, Clock, EventRecorder, Informers};
+use kubesim_runtime::{Api, Clock, EventRecorder, Informers, ResourceRef};
 
 use crate::apate::{self, Faults};
 use crate::managed::NodeSelector;
 use crate::nodes::{ensure_nodes, LeaseRenewer, NodeTemplate};
+use crate::usage::UsagePublisher;
 
 /// What `kubesim up` asks of the emulator.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +33,14 @@ pub async fn run(api: Arc<dyn Api>, clock: Clock, config: EmulatorConfig) {
         config.selector.clone(),
     )
     .with_silenced(Arc::new(move |node| f.silenced(node)));
+    let usage = UsagePublisher {
+        api: api.clone(),
+        clock: clock.clone(),
+        faults: faults.clone(),
+        selector: config.selector.clone(),
+        nodes: informers.get_metadata(&ResourceRef::core("nodes")).cache(),
+        pods: informers.get(&ResourceRef::core("pods")).cache(),
+    };
     let create = async {
         match ensure_nodes(&api, &config.template, config.nodes, 64).await {
             Ok(n) if n > 0 => tracing::info!(created = n, "emulated nodes registered"),
@@ -42,6 +52,7 @@ pub async fn run(api: Arc<dyn Api>, clock: Clock, config: EmulatorConfig) {
         informers.run(),
         events,
         renewer.run(),
+        usage.run(),
         apate::run(
             api.clone(),
             informers.clone(),

@@ -11,5 +11,6 @@ pub mod gotpl;
 pub mod managed;
 pub mod nodes;
 pub mod stage;
+pub mod usage;
 
 pub use emulator::{run, EmulatorConfig};

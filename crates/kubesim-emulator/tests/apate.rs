@@ -263,6 +263,41 @@ async fn pod_fails_at_five_seconds() {
                 "containers": [{"name": "nginx", "image": "nginx"}]}}),
     )
     .await;
+    // Running, as a kubelet reports it.
+    env.api
+        .patch(
+            &ResourceRef::core("pods"),
+            "default",
+            "nginx",
+            kubesim_core::patch::PatchType::Merge,
+            br#"{"status":{"phase":"Running"}}"#.to_vec(),
+            Some("status"),
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+    // Before the scenario, the direct state is in force: the usage
+    // published at the next 15 s beat is its 1 GiB (cpu: the floor, no
+    // requests); the node's is the sum.
+    env.sleep(15).await;
+    let metrics = ResourceRef::new("metrics.k8s.io", "v1beta1", "pods");
+    let m = env
+        .api
+        .get(&metrics, "default", "nginx")
+        .await
+        .expect("pod metrics");
+    assert_eq!(m["containers"][0]["usage"]["cpu"], "1m");
+    assert_eq!(
+        m["containers"][0]["usage"]["memory"],
+        format!("{}Ki", 1u64 << 20)
+    );
+    let nm = ResourceRef::new("metrics.k8s.io", "v1beta1", "nodes");
+    let n = env
+        .api
+        .get(&nm, "", "test-deployment1-00000")
+        .await
+        .expect("node metrics");
+    assert_eq!(n["usage"]["memory"], format!("{}Ki", 1u64 << 20));
     env.start_scenario().await;
     env.sleep(4).await;
     let pods = ResourceRef::core("pods");
@@ -276,6 +311,9 @@ async fn pod_fails_at_five_seconds() {
         p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
         1
     );
+    // A failed pod uses nothing: its metrics go at the next beat.
+    env.sleep(15).await;
+    assert!(env.api.get(&metrics, "default", "nginx").await.is_err());
     let events = env
         .api
         .list(
