@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// What to measure: `api` or `scheduler`.
+    /// What to measure: `api`, `scheduler` or `bringup`.
     pub what: String,
     /// Pods to create.
     #[arg(long, default_value_t = 20_000)]
@@ -31,13 +31,17 @@ pub struct BenchArgs {
     /// Events written while the watchers listen.
     #[arg(long, default_value_t = 10_000)]
     pub events: usize,
-    /// `scheduler`: nodes in the cluster.
+    /// `scheduler`, `bringup`: nodes in the cluster.
     #[arg(long, default_value_t = 5_000)]
     pub nodes: usize,
     /// `scheduler`: give pods a preferred pod anti-affinity and a zone
     /// topology spread constraint.
     #[arg(long)]
     pub affinity: bool,
+    /// `bringup`: seconds to hold the cluster with its pods running,
+    /// measuring CPU and memory.
+    #[arg(long, default_value_t = 0)]
+    pub hold: u64,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -49,12 +53,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             rt.block_on(api(args))
         }
         "scheduler" => super::bench_scheduler::run(&args),
-        other => bail!("unknown benchmark {other:?}: available: api, scheduler"),
+        "bringup" => super::bench_bringup::run(&args),
+        other => bail!("unknown benchmark {other:?}: available: api, scheduler, bringup"),
     }
 }
 
-struct Child {
-    child: std::process::Child,
+pub(crate) struct Child {
+    pub(crate) child: std::process::Child,
     dir: std::path::PathBuf,
 }
 
@@ -66,7 +71,7 @@ impl Drop for Child {
     }
 }
 
-fn rss_kib(pid: u32) -> u64 {
+pub(crate) fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
@@ -77,7 +82,7 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-async fn connect(port: u16) -> anyhow::Result<SendRequest<Full<Bytes>>> {
+pub(crate) async fn connect(port: u16) -> anyhow::Result<SendRequest<Full<Bytes>>> {
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
     tcp.set_nodelay(true)?;
     let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
@@ -85,7 +90,7 @@ async fn connect(port: u16) -> anyhow::Result<SendRequest<Full<Bytes>>> {
     Ok(send)
 }
 
-async fn request(
+pub(crate) async fn request(
     c: &mut SendRequest<Full<Bytes>>,
     method: &str,
     path: &str,
@@ -136,11 +141,12 @@ fn continue_token(body: &[u8]) -> String {
 }
 
 /// Request `i` of a run: method, path, body and the status it must get.
-type MakeRequest = dyn Fn(usize) -> (&'static str, String, Option<Bytes>, u16) + Send + Sync;
+pub(crate) type MakeRequest =
+    dyn Fn(usize) -> (&'static str, String, Option<Bytes>, u16) + Send + Sync;
 
 /// Sends `total` requests over `clients` connections, each taking the next
 /// index; returns the sorted latencies and the elapsed seconds.
-async fn drive(
+pub(crate) async fn drive(
     clock: &Clock,
     port: u16,
     clients: usize,
@@ -191,8 +197,9 @@ pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
-async fn api(args: BenchArgs) -> anyhow::Result<()> {
-    let clock = Clock::wall();
+/// Starts `kubesim up --ephemeral` with `extra` arguments as a child
+/// process on a free port and waits until it is ready.
+pub(crate) async fn start_server(clock: &Clock, extra: &[&str]) -> anyhow::Result<(Child, u16)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -207,25 +214,27 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
             "--data-dir",
         ])
         .arg(&dir)
+        .args(extra)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .context("cannot start the server")?;
     let child = Child { child, dir };
-    let pid = child.child.id();
-    let mut ready = false;
     for _ in 0..200 {
         if let Ok(mut c) = connect(port).await {
             if matches!(request(&mut c, "GET", "/readyz", None).await, Ok((200, _))) {
-                ready = true;
-                break;
+                return Ok((child, port));
             }
         }
         clock.sleep(Duration::from_millis(50)).await;
     }
-    if !ready {
-        bail!("the server did not become ready");
-    }
+    bail!("the server did not become ready")
+}
+
+async fn api(args: BenchArgs) -> anyhow::Result<()> {
+    let clock = Clock::wall();
+    let (child, port) = start_server(&clock, &[]).await?;
+    let pid = child.child.id();
     let rss_before = rss_kib(pid);
 
     let create_pod: Arc<MakeRequest> = Arc::new(|i| {

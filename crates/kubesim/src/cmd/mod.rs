@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_bringup;
 pub mod bench_scheduler;
 pub mod pki;
 pub mod scenario;

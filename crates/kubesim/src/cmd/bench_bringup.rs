@@ -1,0 +1,264 @@
+//! `kubesim bench bringup`: kwok's CI benchmark against `kubesim up`, over
+//! HTTP. Creates `--nodes` emulated nodes and waits until all are Ready,
+//! creates `--pods` pods bound to them and waits until all are Running,
+//! deletes them and waits until they are gone; then, with `--hold`, keeps
+//! the cluster idle (heartbeats only) and reports its CPU and memory.
+//!
+//! Progress is followed with one watch per step, as kwok's CI follows
+//! `kubectl get --watch`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::{BodyStream, Full};
+use kubesim_runtime::Clock;
+use serde_json::{json, Value};
+
+use super::bench::{connect, drive, request, rss_kib, start_server, BenchArgs, MakeRequest};
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(bringup(args))
+}
+
+fn node(i: usize) -> Bytes {
+    let v = json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": format!("fake-node-{i:06}"),
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "labels": {"type": "kwok", "kubernetes.io/hostname": format!("fake-node-{i:06}")}},
+        "spec": {"taints": [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}]},
+        "status": {"capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}}});
+    Bytes::from(v.to_string())
+}
+
+fn pod(i: usize, nodes: usize) -> Bytes {
+    let v = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("fake-pod-{i:06}"), "labels": {"app": "fake-pod"}},
+        "spec": {"nodeName": format!("fake-node-{:06}", i % nodes.max(1)),
+            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "container-0", "image": "busybox"}]}});
+    Bytes::from(v.to_string())
+}
+
+/// Follows a watch on `path` until `done` says the set of names it keeps
+/// (those for which `counts` holds; deleted objects leave it) is complete.
+async fn watch_until(
+    port: u16,
+    path: &str,
+    counts: impl Fn(&Value) -> bool + Send + 'static,
+    done: impl Fn(usize) -> bool + Send + 'static,
+) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    let mut c = connect(port).await?;
+    let req = hyper::Request::builder()
+        .uri(path)
+        .header("host", "localhost")
+        .body(Full::new(Bytes::new()))?;
+    c.ready().await?;
+    let resp = c.send_request(req).await?;
+    if resp.status() != 200 {
+        bail!("watch {path} answered {}", resp.status());
+    }
+    Ok(tokio::spawn(async move {
+        let _keep = c;
+        let mut body = BodyStream::new(resp.into_body());
+        let mut buf = Vec::new();
+        let mut names = BTreeSet::new();
+        if done(0) {
+            return Ok(());
+        }
+        while let Some(frame) = body.next().await {
+            let frame = frame?;
+            let Some(data) = frame.data_ref() else {
+                continue;
+            };
+            buf.extend_from_slice(data);
+            while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=nl).collect();
+                let ev: Value = serde_json::from_slice(&line).context("bad watch event")?;
+                let obj = &ev["object"];
+                let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+                if ev["type"] == "DELETED" || !counts(obj) {
+                    names.remove(&name);
+                } else if ev["type"] == "ADDED" || ev["type"] == "MODIFIED" {
+                    names.insert(name);
+                }
+                if done(names.len()) {
+                    return Ok(());
+                }
+            }
+        }
+        bail!("watch {} ended early", "stream")
+    }))
+}
+
+fn ready(node: &Value) -> bool {
+    node["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    })
+}
+
+async fn list_rv(port: u16, path: &str) -> anyhow::Result<String> {
+    let mut c = connect(port).await?;
+    let (code, body) = request(&mut c, "GET", &format!("{path}?limit=1"), None).await?;
+    if code != 200 {
+        bail!("list {path} answered {code}");
+    }
+    let v: Value = serde_json::from_slice(&body)?;
+    Ok(v["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("0")
+        .to_string())
+}
+
+/// CPU seconds (user + system) the process has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
+    let clock = Clock::wall();
+    let (child, port) = start_server(&clock, &[]).await?;
+    let pid = child.child.id();
+    let (n_nodes, n_pods) = (args.nodes, args.pods);
+    println!(
+        "kubesim bench bringup: {n_nodes} nodes, {n_pods} pods, {} clients",
+        args.clients
+    );
+
+    // Nodes Ready.
+    let rv = list_rv(port, "/api/v1/nodes").await?;
+    let started = clock.instant();
+    let waiter = watch_until(
+        port,
+        &format!("/api/v1/nodes?watch=true&resourceVersion={rv}"),
+        ready,
+        move |n| n >= n_nodes,
+    )
+    .await?;
+    let make: Arc<MakeRequest> = Arc::new(|i| ("POST", "/api/v1/nodes".into(), Some(node(i)), 201));
+    drive(&clock, port, args.clients, n_nodes, make).await?;
+    waiter.await??;
+    let nodes_secs = started.elapsed().as_secs_f64();
+    println!(
+        "nodes Ready:   {n_nodes:>7} in {nodes_secs:6.2} s ({:.0}/s)",
+        n_nodes as f64 / nodes_secs
+    );
+
+    // Pods Running.
+    let rv = list_rv(port, "/api/v1/namespaces/default/pods").await?;
+    let started = clock.instant();
+    let waiter = watch_until(
+        port,
+        &format!("/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"),
+        |p| p["status"]["phase"] == "Running",
+        move |n| n >= n_pods,
+    )
+    .await?;
+    let nn = n_nodes;
+    let make: Arc<MakeRequest> = Arc::new(move |i| {
+        (
+            "POST",
+            "/api/v1/namespaces/default/pods".into(),
+            Some(pod(i, nn)),
+            201,
+        )
+    });
+    drive(&clock, port, args.clients, n_pods, make).await?;
+    waiter.await??;
+    let pods_secs = started.elapsed().as_secs_f64();
+    println!(
+        "pods Running:  {n_pods:>7} in {pods_secs:6.2} s ({:.0}/s)",
+        n_pods as f64 / pods_secs
+    );
+    let rss_running = rss_kib(pid);
+    if args.hold > 0 {
+        let hold = Duration::from_secs(args.hold);
+        let (cpu0, rss0) = (cpu_seconds(pid), rss_kib(pid));
+        clock.sleep(hold).await;
+        let (cpu1, rss1) = (cpu_seconds(pid), rss_kib(pid));
+        println!(
+            "{n_nodes} nodes heartbeating, {n_pods} pods running, for {} s: CPU {:.1} % of one core, RSS {} -> {} MiB",
+            args.hold,
+            100.0 * (cpu1 - cpu0) / hold.as_secs_f64(),
+            rss0 / 1024,
+            rss1 / 1024
+        );
+    }
+
+    // Pods deleted (gracefully, as `kubectl delete` does: the emulated
+    // kubelet finishes each deletion).
+    let rv = list_rv(port, "/api/v1/namespaces/default/pods").await?;
+    let started = clock.instant();
+    let remaining = Arc::new(std::sync::atomic::AtomicUsize::new(n_pods));
+    let r = remaining.clone();
+    let waiter = {
+        let mut c = connect(port).await?;
+        let req = hyper::Request::builder()
+            .uri(format!(
+                "/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"
+            ))
+            .header("host", "localhost")
+            .body(Full::new(Bytes::new()))?;
+        c.ready().await?;
+        let resp = c.send_request(req).await?;
+        tokio::spawn(async move {
+            let _keep = c;
+            let mut body = BodyStream::new(resp.into_body());
+            let mut buf = Vec::new();
+            while let Some(frame) = body.next().await {
+                let frame = frame?;
+                let Some(data) = frame.data_ref() else {
+                    continue;
+                };
+                buf.extend_from_slice(data);
+                while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=nl).collect();
+                    if line.windows(16).any(|w| w == b"\"type\":\"DELETED\"") {
+                        if r.fetch_sub(1, std::sync::atomic::Ordering::Relaxed) == 1 {
+                            return Ok::<_, anyhow::Error>(());
+                        }
+                    }
+                }
+            }
+            bail!("pod watch ended early")
+        })
+    };
+    let make: Arc<MakeRequest> = Arc::new(|i| {
+        (
+            "DELETE",
+            format!("/api/v1/namespaces/default/pods/fake-pod-{i:06}"),
+            None,
+            200,
+        )
+    });
+    drive(&clock, port, args.clients, n_pods, make).await?;
+    waiter.await??;
+    let delete_secs = started.elapsed().as_secs_f64();
+    println!(
+        "pods deleted:  {n_pods:>7} in {delete_secs:6.2} s ({:.0}/s)",
+        n_pods as f64 / delete_secs
+    );
+    println!(
+        "RSS with {n_nodes} nodes and {n_pods} pods running: {} MiB",
+        rss_running / 1024
+    );
+
+    drop(child);
+    Ok(())
+}
