@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// topology spread constraint.
     #[arg(long)]
     pub affinity: bool,
+    /// `scheduler`: make the pods through one Deployment of `--pods`
+    /// replicas (controllers and scheduler together) instead of directly.
+    #[arg(long)]
+    pub deployment: bool,
     /// `bringup`: seconds to hold the cluster with its pods running,
     /// measuring CPU and memory.
     #[arg(long, default_value_t = 0)]
@@ -377,4 +381,19 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
         per_pod, rss_before, rss_after
     );
     Ok(())
+}
+
+/// User and system CPU seconds a process has used so far (`proc` is a pid
+/// or `self`; Linux only, 0 elsewhere).
+pub(crate) fn cpu_seconds(proc: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{proc}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) start at ")".
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here;
+    // the kernel counts them in 100 Hz ticks.
+    (ticks(11) + ticks(12)) / 100.0
 }

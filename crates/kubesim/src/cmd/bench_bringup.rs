@@ -18,7 +18,9 @@ use http_body_util::{BodyStream, Full};
 use kubesim_runtime::Clock;
 use serde_json::{json, Value};
 
-use super::bench::{connect, drive, request, rss_kib, start_server, BenchArgs, MakeRequest};
+use super::bench::{
+    connect, cpu_seconds, drive, request, rss_kib, start_server, BenchArgs, MakeRequest,
+};
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -118,19 +120,6 @@ async fn list_rv(port: u16, path: &str) -> anyhow::Result<String> {
         .to_string())
 }
 
-/// CPU seconds (user + system) the process has used so far.
-fn cpu_seconds(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // Fields after the command name (which may hold spaces) in parentheses.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     let clock = Clock::wall();
     let (child, port) = start_server(&clock, &[]).await?;
@@ -189,9 +178,9 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     let rss_running = rss_kib(pid);
     if args.hold > 0 {
         let hold = Duration::from_secs(args.hold);
-        let (cpu0, rss0) = (cpu_seconds(pid), rss_kib(pid));
+        let (cpu0, rss0) = (cpu_seconds(&pid.to_string()), rss_kib(pid));
         clock.sleep(hold).await;
-        let (cpu1, rss1) = (cpu_seconds(pid), rss_kib(pid));
+        let (cpu1, rss1) = (cpu_seconds(&pid.to_string()), rss_kib(pid));
         println!(
             "{n_nodes} nodes heartbeating, {n_pods} pods running, for {} s: CPU {:.1} % of one core, RSS {} -> {} MiB",
             args.hold,
@@ -229,10 +218,10 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
                 buf.extend_from_slice(data);
                 while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
                     let line: Vec<u8> = buf.drain(..=nl).collect();
-                    if line.windows(16).any(|w| w == b"\"type\":\"DELETED\"") {
-                        if r.fetch_sub(1, std::sync::atomic::Ordering::Relaxed) == 1 {
-                            return Ok::<_, anyhow::Error>(());
-                        }
+                    if line.windows(16).any(|w| w == b"\"type\":\"DELETED\"")
+                        && r.fetch_sub(1, std::sync::atomic::Ordering::Relaxed) == 1
+                    {
+                        return Ok::<_, anyhow::Error>(());
                     }
                 }
             }

@@ -11,7 +11,7 @@ use kubesim_runtime::{Api, Clock, Informers, ResourceRef, Rng, WriteOptions};
 use kubesim_store::{MemStore, Options, Store};
 use serde_json::{json, Value};
 
-use super::bench::{percentile, BenchArgs};
+use super::bench::{cpu_seconds, percentile, BenchArgs};
 
 const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
 
@@ -19,7 +19,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(bench(args.nodes, args.pods, args.affinity))
+    rt.block_on(bench(args.nodes, args.pods, args.affinity, args.deployment))
 }
 
 fn node(i: usize) -> Value {
@@ -56,7 +56,7 @@ fn pod(i: usize, affinity: bool) -> Value {
     p
 }
 
-async fn bench(nodes: usize, pods: usize, affinity: bool) -> anyhow::Result<()> {
+async fn bench(nodes: usize, pods: usize, affinity: bool, deployment: bool) -> anyhow::Result<()> {
     let clock = Clock::wall();
     let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Options::default()));
     let server = Server::new(store, clock.clone(), Rng::seeded(1));
@@ -72,20 +72,50 @@ async fn bench(nodes: usize, pods: usize, affinity: bool) -> anyhow::Result<()> 
             .await
             .map_err(|e| anyhow::anyhow!("create node: {}", e.message))?;
     }
-    for i in 0..pods {
-        api.create(&ResourceRef::core("pods"), "default", pod(i, affinity), &w)
-            .await
-            .map_err(|e| anyhow::anyhow!("create pod: {}", e.message))?;
+    if deployment {
+        // One Deployment of `pods` replicas: the controllers make the pods
+        // while the scheduler places them.
+        let template = pod(0, affinity);
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "bench", "namespace": "default"},
+            "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "bench"}},
+                "template": {"metadata": {"labels": {"app": "bench"}}, "spec": template["spec"]}}});
+        api.create(
+            &ResourceRef::new("apps", "v1", "deployments"),
+            "default",
+            d,
+            &w,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("create deployment: {}", e.message))?;
+        println!(
+            "created {nodes} nodes and a Deployment of {pods} replicas in {:.2}s",
+            (clock.instant() - t0).as_secs_f64()
+        );
+    } else {
+        for i in 0..pods {
+            api.create(&ResourceRef::core("pods"), "default", pod(i, affinity), &w)
+                .await
+                .map_err(|e| anyhow::anyhow!("create pod: {}", e.message))?;
+        }
+        println!(
+            "created {nodes} nodes and {pods} pending pods in {:.2}s",
+            (clock.instant() - t0).as_secs_f64()
+        );
     }
-    println!(
-        "created {nodes} nodes and {pods} pending pods in {:.2}s",
-        (clock.instant() - t0).as_secs_f64()
-    );
 
     let metrics = Arc::new(kubesim_scheduler::Metrics::default());
     let sched_api: Arc<dyn Api> = Arc::new(InProcess::new(server.clone(), "default-scheduler"));
     let start = clock.instant();
-    let cpu0 = cpu_seconds();
+    let cpu0 = cpu_seconds("self");
+    let controllers = deployment.then(|| {
+        tokio::spawn(kubesim_controllers::run_all(
+            Arc::new(InProcess::new(server.clone(), "kube-controller-manager")),
+            server.registry.clone(),
+            clock.clone(),
+            None,
+        ))
+    });
     let sched = tokio::spawn(kubesim_scheduler::run_with_metrics(
         sched_api.clone(),
         Informers::new(sched_api, clock.clone()),
@@ -105,8 +135,11 @@ async fn bench(nodes: usize, pods: usize, affinity: bool) -> anyhow::Result<()> 
         clock.sleep(Duration::from_millis(10)).await;
     }
     let elapsed = clock.instant() - start;
-    let cpu = cpu_seconds() - cpu0;
+    let cpu = cpu_seconds("self") - cpu0;
     sched.abort();
+    if let Some(c) = controllers {
+        c.abort();
+    }
     let mut lat = metrics.attempt_durations.lock().clone();
     let placed = lat.len();
     lat.sort();
@@ -114,10 +147,11 @@ async fn bench(nodes: usize, pods: usize, affinity: bool) -> anyhow::Result<()> 
         "scheduler: {placed}/{pods} pods bound on {nodes} nodes in {:.2}s: {:.0} pods/s{}",
         elapsed.as_secs_f64(),
         placed as f64 / elapsed.as_secs_f64(),
-        if affinity {
-            " (with affinity/spread)"
-        } else {
-            ""
+        match (deployment, affinity) {
+            (true, true) => " (from a Deployment, with affinity/spread)",
+            (true, false) => " (from a Deployment: controllers creating them too)",
+            (false, true) => " (with affinity/spread)",
+            (false, false) => "",
         }
     );
     println!(
@@ -133,18 +167,4 @@ async fn bench(nodes: usize, pods: usize, affinity: bool) -> anyhow::Result<()> 
         anyhow::bail!("not every pod was bound within 10 minutes");
     }
     Ok(())
-}
-
-/// User and system CPU time of this process so far (Linux; 0 elsewhere).
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // Fields after the command name (which may hold spaces) start at ")".
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 here;
-    // the kernel counts them in 100 Hz ticks.
-    (ticks(11) + ticks(12)) / 100.0
 }
