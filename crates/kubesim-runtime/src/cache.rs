@@ -222,8 +222,9 @@ impl Cache {
         self.len() == 0
     }
 
-    /// Stores `obj`; the change to report.
-    pub(crate) fn upsert(&self, obj: Value) -> Change {
+    /// Stores `obj`; the change to report. Informers call it; so may a
+    /// test filling a cache by hand.
+    pub fn upsert(&self, obj: Value) -> Change {
         let obj = strip(obj);
         let key = ObjectKey::of(&obj);
         let entry = Entry::of(&obj);

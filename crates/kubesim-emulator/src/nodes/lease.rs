@@ -194,12 +194,7 @@ fn at(tick: Duration, round: u64) -> Duration {
 /// A node's slot in the period: FNV-1a of its name, so it is stable across
 /// restarts and independent of the order nodes appear in.
 fn slot_of(name: &str) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in name.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h % SLOTS
+    super::fnv1a(name) % SLOTS
 }
 
 #[cfg(test)]

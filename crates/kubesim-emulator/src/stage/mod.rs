@@ -2,6 +2,8 @@
 //! delays and the steps that move an object along its lifecycle.
 
 mod delay;
+pub mod funcs;
+pub mod ippool;
 pub mod jq;
 mod select;
 pub mod spec;
