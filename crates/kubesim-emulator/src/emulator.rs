@@ -4,11 +4,13 @@
 
 use std::sync::Arc;
 
-use kubesim_runtime::{Api, Clock, EventRecorder, Informers, ResourceRef};
+use kubesim_runtime::{Api, Clock, EventRecorder, Informers, ResourceRef, Rng};
+use serde_json::Value;
 
 use crate::apate::{self, Faults};
 use crate::managed::NodeSelector;
 use crate::nodes::{ensure_nodes, LeaseRenewer, NodeTemplate};
+use crate::stage::{self, funcs::FuncContext, Shared};
 use crate::usage::UsagePublisher;
 
 /// What `kubesim up` asks of the emulator.
@@ -18,10 +20,12 @@ pub struct EmulatorConfig {
     pub nodes: u64,
     pub template: NodeTemplate,
     pub selector: NodeSelector,
+    /// Stage objects to create at startup (None: the built-in set).
+    pub stages: Option<Vec<Value>>,
 }
 
 /// Runs until the returned future is dropped.
-pub async fn run(api: Arc<dyn Api>, clock: Clock, config: EmulatorConfig) {
+pub async fn run(api: Arc<dyn Api>, clock: Clock, rng: Rng, config: EmulatorConfig) {
     let informers = Informers::new(api.clone(), clock.clone());
     let (recorder, events) = EventRecorder::new(api.clone(), clock.clone(), "kubesim-emulator");
     let faults = Arc::new(Faults::default());
@@ -41,6 +45,29 @@ pub async fn run(api: Arc<dyn Api>, clock: Clock, config: EmulatorConfig) {
         nodes: informers.get_metadata(&ResourceRef::core("nodes")).cache(),
         pods: informers.get(&ResourceRef::core("pods")).cache(),
     };
+    let shared = Arc::new(Shared {
+        api: api.clone(),
+        clock: clock.clone(),
+        rng,
+        recorder: recorder.clone(),
+        faults: faults.clone(),
+        selector: config.selector.clone(),
+        funcs: FuncContext {
+            clock: clock.clone(),
+            start_time: kubesim_core::meta::format_time(clock.now()),
+            nodes: informers.get(&ResourceRef::core("nodes")).cache(),
+            pools: Default::default(),
+        },
+        registry: kubesim_core::Registry::new(),
+    });
+    let stages = stage::engine::run(
+        shared,
+        informers.clone(),
+        config
+            .stages
+            .clone()
+            .unwrap_or_else(stage::default_stage_objects),
+    );
     let create = async {
         match ensure_nodes(&api, &config.template, config.nodes, 64).await {
             Ok(n) if n > 0 => tracing::info!(created = n, "emulated nodes registered"),
@@ -57,9 +84,10 @@ pub async fn run(api: Arc<dyn Api>, clock: Clock, config: EmulatorConfig) {
             api.clone(),
             informers.clone(),
             clock.clone(),
-            faults,
-            recorder
+            faults.clone(),
+            recorder.clone()
         ),
+        stages,
         create,
     );
 }

@@ -5,6 +5,7 @@
 //! (`kwok.x-k8s.io/v1alpha1`), whose status templates are Go templates.
 
 pub mod apate;
+mod crd;
 pub mod duration;
 mod emulator;
 pub mod gotpl;

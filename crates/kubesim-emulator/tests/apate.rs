@@ -1,100 +1,15 @@
 //! Apate's own example configurations, applied unchanged to the in-process
 //! server in simulated time, with the controllers watching.
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use kubesim_apiserver::inprocess::InProcess;
-use kubesim_apiserver::Server;
 use kubesim_core::meta;
-use kubesim_emulator::{run, EmulatorConfig};
-use kubesim_runtime::{Api, Clock, ListOptions, ResourceRef, Rng, WriteOptions};
-use kubesim_store::{MemStore, Store};
-use serde_json::{json, Value};
+use kubesim_runtime::{ListOptions, ResourceRef, WriteOptions};
+use serde_json::json;
 
-struct Env {
-    api: Arc<dyn Api>,
-    clock: Clock,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-    }
-}
-
-async fn start() -> Env {
-    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
-    let clock = Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap());
-    let server = Server::new(store, clock.clone(), Rng::seeded(1));
-    server.bootstrap().await.expect("bootstrap");
-    let api: Arc<dyn Api> = Arc::new(InProcess::new(server.clone(), "test"));
-    let controllers = tokio::spawn(kubesim_controllers::run_all(
-        Arc::new(InProcess::new(server.clone(), "kube-controller-manager")),
-        server.registry.clone(),
-        clock.clone(),
-        None,
-    ));
-    let emulator = tokio::spawn(run(
-        Arc::new(InProcess::new(server.clone(), "kubesim-emulator")),
-        clock.clone(),
-        EmulatorConfig::default(),
-    ));
-    Env {
-        api,
-        clock,
-        tasks: vec![controllers, emulator],
-    }
-}
-
-fn yaml(text: &str) -> Value {
-    serde_saphyr::from_str(text).unwrap()
-}
+use common::{start, yaml, Env};
 
 impl Env {
-    async fn sleep(&self, secs: u64) {
-        self.clock.sleep(Duration::from_secs(secs)).await;
-    }
-
-    async fn create(&self, r: ResourceRef, ns: &str, obj: Value) {
-        // The definitions appear a moment after the emulator starts.
-        for _ in 0..50 {
-            match self
-                .api
-                .create(&r, ns, obj.clone(), &WriteOptions::default())
-                .await
-            {
-                Ok(_) => return,
-                Err(e) if e.code == 404 => self.sleep(1).await,
-                Err(e) => panic!("create {}: {}", meta::name(&obj), e.message),
-            }
-        }
-        panic!("{} never served", r.plural);
-    }
-
-    async fn start_scenario(&self) {
-        let now = meta::format_time(self.clock.now());
-        self.create(
-            ResourceRef::core("configmaps"),
-            "kube-system",
-            json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "kubesim-scenario"}, "data": {"startTime": now}}),
-        )
-        .await;
-    }
-
-    async fn nodes(&self) -> Vec<Value> {
-        let l = self
-            .api
-            .list(&ResourceRef::core("nodes"), "", &ListOptions::default())
-            .await
-            .unwrap();
-        l["items"].as_array().cloned().unwrap_or_default()
-    }
-
     async fn condition(&self, node: &str, kind: &str) -> String {
         let n = self
             .api

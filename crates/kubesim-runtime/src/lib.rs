@@ -19,4 +19,4 @@ pub use informer::{
     metadata_only, ownership_only, Cache, Change, Informer, Informers, ObjectKey, Shape,
 };
 pub use rng::Rng;
-pub use workqueue::{run_workers, Requeue, WorkQueue};
+pub use workqueue::{retryable, run_workers, Requeue, WorkQueue};

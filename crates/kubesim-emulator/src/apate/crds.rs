@@ -3,51 +3,39 @@
 
 use std::sync::Arc;
 
-use kubesim_runtime::{Api, ResourceRef, WriteOptions};
-use serde_json::{json, Value};
+use kubesim_runtime::{Api, ResourceRef};
+
+use crate::crd::{self, Definition};
 
 pub const GROUP: &str = "apate.opendc.org";
 
+const NODE_CONFIGURATION: Definition = Definition {
+    group: GROUP,
+    version: "v1",
+    kind: "NodeConfiguration",
+    plural: "nodeconfigurations",
+    short: "nc",
+    namespaced: true,
+};
+
+const POD_CONFIGURATION: Definition = Definition {
+    group: GROUP,
+    version: "v1",
+    kind: "PodConfiguration",
+    plural: "podconfigurations",
+    short: "pc",
+    namespaced: true,
+};
+
 pub fn node_configurations() -> ResourceRef {
-    ResourceRef::new(GROUP, "v1", "nodeconfigurations")
+    NODE_CONFIGURATION.resource()
 }
 
 pub fn pod_configurations() -> ResourceRef {
-    ResourceRef::new(GROUP, "v1", "podconfigurations")
-}
-
-fn crd(kind: &str, plural: &str, short: &str) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{GROUP}")},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"kind": kind, "plural": plural, "singular": kind.to_ascii_lowercase(),
-                "listKind": format!("{kind}List"), "shortNames": [short]},
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                }}},
-            }],
-        },
-    })
+    POD_CONFIGURATION.resource()
 }
 
 /// Creates both definitions unless they exist.
 pub async fn ensure(api: &Arc<dyn Api>) {
-    let crds = ResourceRef::new("apiextensions.k8s.io", "v1", "customresourcedefinitions");
-    for body in [
-        crd("NodeConfiguration", "nodeconfigurations", "nc"),
-        crd("PodConfiguration", "podconfigurations", "pc"),
-    ] {
-        match api.create(&crds, "", body, &WriteOptions::default()).await {
-            Ok(_) => {}
-            Err(e) if e.code == 409 => {}
-            Err(e) => tracing::error!(error = %e.message, "cannot define Apate's kinds"),
-        }
-    }
+    crd::ensure(api, &[NODE_CONFIGURATION, POD_CONFIGURATION]).await;
 }

@@ -2,11 +2,17 @@
 //! delays and the steps that move an object along its lifecycle.
 
 mod delay;
+pub mod engine;
 pub mod funcs;
 pub mod ippool;
 pub mod jq;
+mod lifecycle;
+mod resolve;
 mod select;
 pub mod spec;
+mod steps;
 
+pub use engine::{default_stage_objects, stage_objects_from_yaml, stages_resource};
+pub use lifecycle::Shared;
 pub use select::choose;
-pub use spec::{load_yaml, Stage};
+pub use spec::Stage;

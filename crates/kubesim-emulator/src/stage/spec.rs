@@ -477,16 +477,6 @@ fn compile_step(s: RawStep, out: &mut Vec<Step>) -> Result<(), String> {
     Ok(())
 }
 
-/// Every Stage in a multi-document YAML file (other kinds are skipped).
-pub fn load_yaml(text: &str) -> Result<Vec<Stage>, String> {
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| format!("cannot parse stages: {e}"))?;
-    docs.iter()
-        .filter(|d| d.get("kind").and_then(Value::as_str) == Some("Stage"))
-        .map(Stage::from_object)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

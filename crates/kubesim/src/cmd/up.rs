@@ -43,6 +43,11 @@ pub struct UpArgs {
     /// `kubesim.io/zones: a,b,c` spreads them over zones.
     #[arg(long, value_name = "FILE")]
     pub node_template: Option<PathBuf>,
+    /// kwok Stage objects (multi-document YAML) that drive the lifecycles
+    /// of emulated nodes and pods, instead of the built-in set. Stages can
+    /// also be added and edited through the API at run time.
+    #[arg(long, value_name = "FILE")]
+    pub stages: Option<PathBuf>,
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
@@ -153,6 +158,17 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("bad --node-template: {e}"))?,
         None => Default::default(),
     };
+    let stages = match &args.stages {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Some(
+                kubesim_emulator::stage::stage_objects_from_yaml(&text)
+                    .map_err(|e| anyhow::anyhow!("bad --stages {}: {e}", path.display()))?,
+            )
+        }
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -203,9 +219,11 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
             "kubesim-emulator",
         )),
         server.clock.clone(),
+        server.rng.clone(),
         kubesim_emulator::EmulatorConfig {
             nodes: args.nodes,
             template,
+            stages,
             ..Default::default()
         },
     ));

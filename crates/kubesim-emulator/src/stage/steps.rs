@@ -1,0 +1,276 @@
+//! Carrying out a stage's steps on one object, in order: events,
+//! finalizers, patches rendered from templates, applies and deletion.
+
+use std::sync::Arc;
+
+use kubesim_core::patch::{self, PatchType};
+use kubesim_core::{meta, ApiError, Registry};
+use kubesim_runtime::{Api, DeleteOptions, EventRecorder, EventType, ResourceRef, WriteOptions};
+use serde_json::{json, Value};
+
+use super::funcs::KwokFuncs;
+use super::resolve::Target;
+use super::spec::{Apply, Patch, PatchKind, Stage, Step};
+
+/// The field manager of the emulator's writes.
+pub const MANAGER: &str = "kubesim-emulator";
+
+pub struct Steps<'a> {
+    pub api: &'a Arc<dyn Api>,
+    pub recorder: &'a EventRecorder,
+    pub funcs: KwokFuncs<'a>,
+    pub target: &'a Target,
+    pub registry: &'a Registry,
+}
+
+/// How the steps ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The object as the last write left it (None: nothing was written).
+    Written(Option<Value>),
+    Deleted,
+}
+
+/// A failed step: its index (to retry from) and the error.
+#[derive(Debug)]
+pub struct Failed {
+    pub step: usize,
+    pub error: ApiError,
+}
+
+fn opts() -> WriteOptions {
+    WriteOptions {
+        field_manager: Some(MANAGER.into()),
+        ..Default::default()
+    }
+}
+
+impl Steps<'_> {
+    /// Runs the steps of `stage` from index `from` on `obj`.
+    pub async fn run(&self, stage: &Stage, obj: &Value, from: usize) -> Result<Outcome, Failed> {
+        let mut current = obj.clone();
+        let mut written = None;
+        let mut deleted = false;
+        for (i, step) in stage.steps.iter().enumerate().skip(from) {
+            let fail = |error| Failed { step: i, error };
+            match step {
+                // Events are still recorded after a delete, as kwok does.
+                Step::Event(e) => {
+                    let kind = if e.kind == "Warning" {
+                        EventType::Warning
+                    } else {
+                        EventType::Normal
+                    };
+                    self.recorder
+                        .record(&current, kind, &e.reason, e.message.clone());
+                }
+                _ if deleted => {}
+                Step::Finalizers { add, remove, empty } => {
+                    let had = meta::finalizers(&current);
+                    let mut want: Vec<String> = if *empty { Vec::new() } else { had.clone() };
+                    want.retain(|f| !remove.contains(f));
+                    for f in add {
+                        if !want.contains(f) {
+                            want.push(f.clone());
+                        }
+                    }
+                    if want != had {
+                        let body = json!({"metadata": {"finalizers": want}});
+                        match self.patch(&current, PatchType::Merge, body, None).await {
+                            Ok(o) => {
+                                current = o.clone();
+                                written = Some(o);
+                            }
+                            Err(e) if e.code == 404 => return Ok(Outcome::Deleted),
+                            Err(e) => return Err(fail(e)),
+                        }
+                    }
+                }
+                Step::Delete => {
+                    let o = DeleteOptions {
+                        grace_period_seconds: Some(0),
+                        ..Default::default()
+                    };
+                    let r = &self.target.resource;
+                    match self
+                        .api
+                        .delete(r, meta::namespace(&current), meta::name(&current), &o)
+                        .await
+                    {
+                        Ok(_) => deleted = true,
+                        Err(e) if e.code == 404 => deleted = true,
+                        Err(e) => return Err(fail(e)),
+                    }
+                }
+                Step::Patch(p) => match self.patch_step(p, &current).await {
+                    Ok(Some(o)) => {
+                        current = o.clone();
+                        written = Some(o);
+                    }
+                    Ok(None) => {}
+                    Err(e) if e.code == 404 => return Ok(Outcome::Deleted),
+                    Err(e) => return Err(fail(e)),
+                },
+                Step::Apply(a) => self.apply_step(a, &current).await.map_err(fail)?,
+            }
+        }
+        Ok(if deleted {
+            Outcome::Deleted
+        } else {
+            Outcome::Written(written)
+        })
+    }
+
+    fn render(&self, t: &crate::gotpl::Template, obj: &Value) -> Result<Value, ApiError> {
+        let text = t
+            .render(obj, &self.funcs)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_saphyr::from_str(&text)
+            .map_err(|e| ApiError::bad_request(format!("template output is not YAML: {e}")))
+    }
+
+    /// Renders and sends a patch, unless applying it would change nothing.
+    async fn patch_step(&self, p: &Patch, obj: &Value) -> Result<Option<Value>, ApiError> {
+        let rendered = self.render(&p.template, obj)?;
+        if rendered.is_null() {
+            return Ok(None);
+        }
+        let kind = match p.kind {
+            Some(PatchKind::Json) => PatchType::Json,
+            Some(PatchKind::Merge) => PatchType::Merge,
+            Some(PatchKind::Strategic) => PatchType::Strategic,
+            None if matches!(self.target.resource.plural.as_str(), "pods" | "nodes")
+                && self.target.resource.group.is_empty() =>
+            {
+                PatchType::Strategic
+            }
+            None => PatchType::Merge,
+        };
+        let body = match (&p.root, kind) {
+            (Some(root), PatchType::Json) => prefix_paths(rendered, root),
+            (Some(root), _) => json!({ root.as_str(): rendered }),
+            (None, _) => rendered,
+        };
+        if !self.changes(obj, kind, &body) {
+            return Ok(None);
+        }
+        self.patch(obj, kind, body, p.subresource.as_deref())
+            .await
+            .map(Some)
+    }
+
+    /// Whether the patch would change the object, computed locally with the
+    /// server's own patch engines (an error means: let the server decide).
+    fn changes(&self, obj: &Value, kind: PatchType, body: &Value) -> bool {
+        let info = match &self.target.info {
+            Some(i) => i.clone(),
+            None if kind == PatchType::Strategic => return true,
+            // Json and merge patches do not consult the resource.
+            None => match self.registry.by_kind("v1", "ConfigMap") {
+                Some(i) => i,
+                None => return true,
+            },
+        };
+        let bytes = body.to_string().into_bytes();
+        match patch::apply_patch(kind, &info, obj, &bytes) {
+            Ok(after) => &after != obj,
+            Err(_) => true,
+        }
+    }
+
+    async fn patch(
+        &self,
+        obj: &Value,
+        kind: PatchType,
+        body: Value,
+        subresource: Option<&str>,
+    ) -> Result<Value, ApiError> {
+        self.api
+            .patch(
+                &self.target.resource,
+                meta::namespace(obj),
+                meta::name(obj),
+                kind,
+                body.to_string().into_bytes(),
+                subresource,
+                &opts(),
+            )
+            .await
+    }
+
+    /// Renders an object and applies it (server-side apply by default).
+    async fn apply_step(&self, a: &Apply, obj: &Value) -> Result<(), ApiError> {
+        let target = self.render(&a.template, obj)?;
+        if target.is_null() {
+            return Ok(());
+        }
+        let api_version = target
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = target.get("kind").and_then(Value::as_str).unwrap_or("");
+        let info = self.registry.by_kind(api_version, kind).ok_or_else(|| {
+            ApiError::bad_request(format!("apply: unknown kind {api_version}/{kind}"))
+        })?;
+        let r = ResourceRef::new(&info.group, &info.version, &info.plural);
+        let kind = match a.kind.as_str() {
+            "merge" => PatchType::Merge,
+            "strategic" => PatchType::Strategic,
+            _ => PatchType::Apply,
+        };
+        let mut o = opts();
+        o.force = kind == PatchType::Apply;
+        let ns = meta::namespace(&target).to_string();
+        let name = meta::name(&target).to_string();
+        self.api
+            .patch(
+                &r,
+                &ns,
+                &name,
+                kind,
+                target.to_string().into_bytes(),
+                a.subresource.as_deref(),
+                &o,
+            )
+            .await
+            .map(|_| ())
+    }
+}
+
+/// A JSON patch written relative to `root`: every path moved under it.
+fn prefix_paths(ops: Value, root: &str) -> Value {
+    let Value::Array(ops) = ops else {
+        return ops;
+    };
+    Value::Array(
+        ops.into_iter()
+            .map(|mut op| {
+                for field in ["path", "from"] {
+                    if let Some(p) = op.get(field).and_then(Value::as_str) {
+                        op[field] = Value::String(format!("/{root}{p}"));
+                    }
+                }
+                op
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_patch_paths_move_under_the_root() {
+        let ops = json!([{"op": "add", "path": "/phase", "value": "Running"},
+                         {"op": "move", "from": "/a", "path": "/b"}]);
+        assert_eq!(
+            prefix_paths(ops, "status"),
+            json!([{"op": "add", "path": "/status/phase", "value": "Running"},
+                   {"op": "move", "from": "/status/a", "path": "/status/b"}])
+        );
+    }
+}
