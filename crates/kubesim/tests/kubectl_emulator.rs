@@ -1,0 +1,129 @@
+//! End-to-end: `kubesim up --nodes N` gives Ready emulated nodes that run
+//! what kubectl asks for, moved along by kwok's default Stages; kwok's
+//! chaos Stage file works unchanged; exec and port-forward say plainly
+//! that they are not supported.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::kubectl::Cluster;
+
+fn shared(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared")
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn ready_nodes(c: &Cluster) -> usize {
+    c.items(&["get", "nodes"])
+        .iter()
+        .filter(|n| {
+            n["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+        .count()
+}
+
+#[test]
+fn deployments_run_on_emulated_nodes() {
+    let c = Cluster::start_with("emulator-deploy", &["--nodes", "3"]);
+    c.wait_for("3 Ready nodes", || ready_nodes(&c) == 3);
+    let wide = c.ok(&["get", "nodes", "-o", "wide"]);
+    assert!(wide.contains("Ready") && wide.contains("kubesim-"), "{wide}");
+
+    c.ok(&["create", "deployment", "web", "--image=nginx", "--replicas=4"]);
+    c.rollout_status("deployment/web");
+    let pods = c.items(&["get", "pods", "-l", "app=web"]);
+    assert_eq!(pods.len(), 4);
+    let mut ips: Vec<String> = Vec::new();
+    for p in &pods {
+        assert_eq!(p["status"]["phase"], "Running", "{p}");
+        let node = p["spec"]["nodeName"].as_str().unwrap();
+        let n = c.json(&["get", "node", node]);
+        let cidr = n["spec"]["podCIDR"].as_str().unwrap();
+        let ip = p["status"]["podIP"].as_str().unwrap().to_string();
+        // A /24 pod CIDR: the pod's address shares its first three octets.
+        let prefix = cidr.rsplit_once('.').unwrap().0;
+        assert!(ip.starts_with(prefix), "{ip} not in {cidr}");
+        ips.push(ip);
+    }
+    ips.sort();
+    ips.dedup();
+    assert_eq!(ips.len(), 4, "distinct pod IPs");
+
+    // The emulated kubelet finishes graceful deletion, so this returns.
+    let victim = pods[0]["metadata"]["name"].as_str().unwrap();
+    c.ok(&["delete", "pod", victim, "--timeout=60s"]);
+    c.rollout_status("deployment/web");
+
+    let stages = c.ok(&["get", "stages"]);
+    for s in ["node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"] {
+        assert!(stages.contains(s), "{stages}");
+    }
+
+    let running = c.items(&["get", "pods", "-l", "app=web"]);
+    let name = running[0]["metadata"]["name"].as_str().unwrap();
+    let err = c.fails(&["exec", name, "--", "true"]);
+    assert!(err.to_lowercase().contains("not supported"), "{err}");
+    let err = c.fails(&["port-forward", name, "8080:80"]);
+    assert!(err.to_lowercase().contains("not supported"), "{err}");
+}
+
+#[test]
+fn jobs_finish_after_their_run_duration() {
+    let c = Cluster::start_with("emulator-job", &["--nodes", "1"]);
+    c.wait_for("a Ready node", || ready_nodes(&c) == 1);
+    c.apply(
+        "apiVersion: batch/v1
+kind: Job
+metadata: {name: sim}
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    metadata:
+      annotations: {kubesim.io/run-duration: 2s}
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: busybox}]
+",
+    );
+    c.ok(&["wait", "--for=condition=complete", "job/sim", "--timeout=60s"]);
+    let job = c.json(&["get", "job", "sim"]);
+    assert_eq!(job["status"]["succeeded"], 2);
+    for p in c.items(&["get", "pods", "-l", "job-name=sim"]) {
+        assert_eq!(p["status"]["phase"], "Succeeded");
+        let t = &p["status"]["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(t["reason"], "Completed");
+    }
+}
+
+#[test]
+fn kwoks_chaos_stages_apply_unchanged() {
+    let c = Cluster::start_with("emulator-chaos", &["--nodes", "1"]);
+    c.wait_for("a Ready node", || ready_nodes(&c) == 1);
+    c.ok(&["apply", "-f", &shared("kwok-stages/kustomize/stage/pod/chaos/pod-container-running-failed.yaml")]);
+    c.until(&["get", "stage", "pod-container-running-failed"], |_| true);
+    c.apply(
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: flaky
+  labels: {pod-container-running-failed.stage.kwok.x-k8s.io: \"true\"}
+  annotations: {pod-container-running-failed.stage.kwok.x-k8s.io/exit-code: \"3\"}
+spec:
+  containers: [{name: app, image: busybox}]
+",
+    );
+    let out = c.until(
+        &["get", "pod", "flaky", "-o", "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}"],
+        |o| o.trim() == "3",
+    );
+    assert_eq!(out.trim(), "3");
+}
