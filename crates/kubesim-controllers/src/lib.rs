@@ -44,9 +44,37 @@ pub struct Context {
     pub recorder: EventRecorder,
 }
 
+/// Which optional loops run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The node lifecycle controller (and so NoExecute taint eviction of
+    /// unreachable nodes). A batch simulation whose nodes renew no Leases
+    /// turns it off rather than watch every node go Unknown.
+    pub node_lifecycle: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            node_lifecycle: true,
+        }
+    }
+}
+
 /// Runs every controller until the returned future is dropped. `root_ca`
 /// is the cluster CA (PEM) published into every namespace, if there is one.
 pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_ca: Option<String>) {
+    run_with(api, registry, clock, root_ca, Options::default()).await
+}
+
+/// [`run_all`] with a choice of optional loops.
+pub async fn run_with(
+    api: Arc<dyn Api>,
+    registry: Registry,
+    clock: Clock,
+    root_ca: Option<String>,
+    options: Options,
+) {
     let informers = Informers::new(api.clone(), clock.clone());
     let (recorder, events) =
         EventRecorder::new(api.clone(), clock.clone(), "kube-controller-manager");
@@ -78,7 +106,11 @@ pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_c
         gc.run(),
         endpoints::legacy::run(ctx.clone()),
         endpoints::slices::run(ctx.clone()),
-        nodelifecycle::run(ctx.clone()),
+        async {
+            if options.node_lifecycle {
+                nodelifecycle::run(ctx.clone()).await
+            }
+        },
         taint_eviction::run(ctx.clone()),
         jobs.run(),
         cronjobs.run(),

@@ -13,8 +13,8 @@ use crate::nodes::{ensure_nodes, LeaseRenewer, NodeTemplate};
 use crate::stage::{self, funcs::FuncContext, Shared};
 use crate::usage::UsagePublisher;
 
-/// What `kubesim up` asks of the emulator.
-#[derive(Debug, Clone, Default)]
+/// What `kubesim up` (or `simulate`) asks of the emulator.
+#[derive(Debug, Clone)]
 pub struct EmulatorConfig {
     /// Nodes to create from `template` (those that exist are kept).
     pub nodes: u64,
@@ -22,6 +22,24 @@ pub struct EmulatorConfig {
     pub selector: NodeSelector,
     /// Stage objects to create at startup (None: the built-in set).
     pub stages: Option<Vec<Value>>,
+    /// Renew every emulated node's Lease (a batch simulation spanning
+    /// months turns this off, with the node lifecycle controller).
+    pub leases: bool,
+    /// Publish emulated resource usage as metrics every 15 s.
+    pub usage: bool,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        EmulatorConfig {
+            nodes: 0,
+            template: NodeTemplate::default(),
+            selector: NodeSelector::default(),
+            stages: None,
+            leases: true,
+            usage: true,
+        }
+    }
 }
 
 /// Runs until the returned future is dropped.
@@ -78,8 +96,16 @@ pub async fn run(api: Arc<dyn Api>, clock: Clock, rng: Rng, config: EmulatorConf
     tokio::join!(
         informers.run(),
         events,
-        renewer.run(),
-        usage.run(),
+        async {
+            if config.leases {
+                renewer.run().await
+            }
+        },
+        async {
+            if config.usage {
+                usage.run().await
+            }
+        },
         apate::run(
             api.clone(),
             informers.clone(),

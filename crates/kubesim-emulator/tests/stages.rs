@@ -38,7 +38,13 @@ impl Env {
     }
 
     /// Polls (in simulated seconds) until `f` holds for the object.
-    async fn wait(&self, r: &ResourceRef, ns: &str, name: &str, f: impl Fn(&Value) -> bool) -> Value {
+    async fn wait(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        name: &str,
+        f: impl Fn(&Value) -> bool,
+    ) -> Value {
         for _ in 0..600 {
             if let Some(o) = self.get(r, ns, name).await {
                 if f(&o) {
@@ -47,7 +53,10 @@ impl Env {
             }
             self.sleep(1).await;
         }
-        panic!("{name} never reached the expected state: {:?}", self.get(r, ns, name).await);
+        panic!(
+            "{name} never reached the expected state: {:?}",
+            self.get(r, ns, name).await
+        );
     }
 }
 
@@ -85,21 +94,38 @@ async fn nodes_become_ready_and_pods_run_with_addresses_from_the_pod_cidr() {
 
     env.create(pods.clone(), "default", pod("p1", "n1")).await;
     env.create(pods.clone(), "default", pod("p2", "n1")).await;
-    let p1 = env.wait(&pods, "default", "p1", |p| p["status"]["phase"] == "Running").await;
-    let p2 = env.wait(&pods, "default", "p2", |p| p["status"]["phase"] == "Running").await;
+    let p1 = env
+        .wait(&pods, "default", "p1", |p| {
+            p["status"]["phase"] == "Running"
+        })
+        .await;
+    let p2 = env
+        .wait(&pods, "default", "p2", |p| {
+            p["status"]["phase"] == "Running"
+        })
+        .await;
     assert!(ready(&p1));
     // The kubelet hands out addresses from the node's pod CIDR, one each.
     let ip1 = p1["status"]["podIP"].as_str().unwrap();
     let ip2 = p2["status"]["podIP"].as_str().unwrap();
-    assert!(ip1.starts_with("10.244.7.") && ip2.starts_with("10.244.7."), "{ip1} {ip2}");
+    assert!(
+        ip1.starts_with("10.244.7.") && ip2.starts_with("10.244.7."),
+        "{ip1} {ip2}"
+    );
     assert_ne!(ip1, ip2);
-    assert_eq!(p1["status"]["containerStatuses"][0]["state"]["running"].is_object(), true);
+    assert_eq!(
+        p1["status"]["containerStatuses"][0]["state"]["running"].is_object(),
+        true
+    );
     assert_eq!(
         p1["status"]["initContainerStatuses"][0]["state"]["terminated"]["reason"],
         "Completed"
     );
     // The scheduler's condition survives the kubelet's strategic patch.
-    assert_eq!(p1["status"]["hostIP"], n["status"]["addresses"][0]["address"]);
+    assert_eq!(
+        p1["status"]["hostIP"],
+        n["status"]["addresses"][0]["address"]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -129,20 +155,34 @@ async fn run_duration_completes_pods_and_deletion_finishes() {
     p["metadata"]["annotations"] = json!({"kubesim.io/run-duration": "170s"});
     p["spec"]["restartPolicy"] = json!("Never");
     env.create(pods.clone(), "default", p).await;
-    let running = env.wait(&pods, "default", "job", |p| p["status"]["phase"] == "Running").await;
+    let running = env
+        .wait(&pods, "default", "job", |p| {
+            p["status"]["phase"] == "Running"
+        })
+        .await;
     let started = meta::parse_time(running["status"]["startTime"].as_str().unwrap()).unwrap();
-    let done = env.wait(&pods, "default", "job", |p| p["status"]["phase"] == "Succeeded").await;
+    let done = env
+        .wait(&pods, "default", "job", |p| {
+            p["status"]["phase"] == "Succeeded"
+        })
+        .await;
     let finished = done["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
         .as_str()
         .unwrap();
-    let ran = meta::parse_time(finished).unwrap().duration_since(started).as_secs();
+    let ran = meta::parse_time(finished)
+        .unwrap()
+        .duration_since(started)
+        .as_secs();
     assert_eq!(ran, 170, "ran {ran}s");
 
     // A graceful delete (30 s by default) is finished by the kubelet.
     let mut svc = pod("svc", "n1");
     svc["metadata"]["finalizers"] = json!([]);
     env.create(pods.clone(), "default", svc).await;
-    env.wait(&pods, "default", "svc", |p| p["status"]["phase"] == "Running").await;
+    env.wait(&pods, "default", "svc", |p| {
+        p["status"]["phase"] == "Running"
+    })
+    .await;
     let gone = env
         .api
         .delete(&pods, "default", "svc", &DeleteOptions::default())
@@ -181,7 +221,9 @@ async fn stages_created_at_run_time_apply_to_any_kind() {
     }
     env.sleep(1).await;
     assert!(env.get(&cms, "default", "a").await.unwrap()["data"]["seen"].is_null());
-    let a = env.wait(&cms, "default", "a", |c| c["data"]["seen"] == "a").await;
+    let a = env
+        .wait(&cms, "default", "a", |c| c["data"]["seen"] == "a")
+        .await;
     assert_eq!(a["data"]["seen"], "a");
     assert!(env.get(&cms, "default", "b").await.unwrap()["data"]["seen"].is_null());
 }
@@ -190,8 +232,15 @@ async fn stages_created_at_run_time_apply_to_any_kind() {
 fn kwoks_stage_files_load() {
     let root = shared().join("kwok-stages/kustomize/stage");
     let mut loaded = 0;
-    for dir in ["node/fast", "node/heartbeat", "node/heartbeat-with-lease", "node/chaos",
-                "pod/fast", "pod/general", "pod/chaos"] {
+    for dir in [
+        "node/fast",
+        "node/heartbeat",
+        "node/heartbeat-with-lease",
+        "node/chaos",
+        "pod/fast",
+        "pod/general",
+        "pod/chaos",
+    ] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().and_then(|e| e.to_str()) != Some("yaml") {

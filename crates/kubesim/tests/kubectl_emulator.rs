@@ -35,9 +35,18 @@ fn deployments_run_on_emulated_nodes() {
     let c = Cluster::start_with("emulator-deploy", &["--nodes", "3"]);
     c.wait_for("3 Ready nodes", || ready_nodes(&c) == 3);
     let wide = c.ok(&["get", "nodes", "-o", "wide"]);
-    assert!(wide.contains("Ready") && wide.contains("kubesim-"), "{wide}");
+    assert!(
+        wide.contains("Ready") && wide.contains("kubesim-"),
+        "{wide}"
+    );
 
-    c.ok(&["create", "deployment", "web", "--image=nginx", "--replicas=4"]);
+    c.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=4",
+    ]);
     c.rollout_status("deployment/web");
     let pods = c.items(&["get", "pods", "-l", "app=web"]);
     assert_eq!(pods.len(), 4);
@@ -63,7 +72,13 @@ fn deployments_run_on_emulated_nodes() {
     c.rollout_status("deployment/web");
 
     let stages = c.ok(&["get", "stages"]);
-    for s in ["node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete"] {
+    for s in [
+        "node-initialize",
+        "node-heartbeat-with-lease",
+        "pod-ready",
+        "pod-complete",
+        "pod-delete",
+    ] {
         assert!(stages.contains(s), "{stages}");
     }
 
@@ -94,7 +109,12 @@ spec:
       containers: [{name: work, image: busybox}]
 ",
     );
-    c.ok(&["wait", "--for=condition=complete", "job/sim", "--timeout=60s"]);
+    c.ok(&[
+        "wait",
+        "--for=condition=complete",
+        "job/sim",
+        "--timeout=60s",
+    ]);
     let job = c.json(&["get", "job", "sim"]);
     assert_eq!(job["status"]["succeeded"], 2);
     for p in c.items(&["get", "pods", "-l", "job-name=sim"]) {
@@ -108,7 +128,11 @@ spec:
 fn kwoks_chaos_stages_apply_unchanged() {
     let c = Cluster::start_with("emulator-chaos", &["--nodes", "1"]);
     c.wait_for("a Ready node", || ready_nodes(&c) == 1);
-    c.ok(&["apply", "-f", &shared("kwok-stages/kustomize/stage/pod/chaos/pod-container-running-failed.yaml")]);
+    c.ok(&[
+        "apply",
+        "-f",
+        &shared("kwok-stages/kustomize/stage/pod/chaos/pod-container-running-failed.yaml"),
+    ]);
     c.until(&["get", "stage", "pod-container-running-failed"], |_| true);
     c.apply(
         "apiVersion: v1
@@ -122,7 +146,13 @@ spec:
 ",
     );
     let out = c.until(
-        &["get", "pod", "flaky", "-o", "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}"],
+        &[
+            "get",
+            "pod",
+            "flaky",
+            "-o",
+            "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}",
+        ],
         |o| o.trim() == "3",
     );
     assert_eq!(out.trim(), "3");
