@@ -43,11 +43,11 @@ pub struct UpArgs {
     /// `kubesim.io/zones: a,b,c` spreads them over zones.
     #[arg(long, value_name = "FILE")]
     pub node_template: Option<PathBuf>,
-    /// kwok Stage objects (multi-document YAML) that drive the lifecycles
-    /// of emulated nodes and pods, instead of the built-in set. Stages can
-    /// also be added and edited through the API at run time.
+    /// kwok Stage objects (multi-document YAML; repeatable) that drive the
+    /// lifecycles of emulated nodes and pods, instead of the built-in set.
+    /// Stages can also be added and edited through the API at run time.
     #[arg(long, value_name = "FILE")]
-    pub stages: Option<PathBuf>,
+    pub stages: Vec<PathBuf>,
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
@@ -158,17 +158,14 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("bad --node-template: {e}"))?,
         None => Default::default(),
     };
-    let stages = match &args.stages {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            Some(
-                kubesim_emulator::stage::stage_objects_from_yaml(&text)
-                    .map_err(|e| anyhow::anyhow!("bad --stages {}: {e}", path.display()))?,
-            )
-        }
-        None => None,
-    };
+    let mut stages = None;
+    for path in &args.stages {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let objs = kubesim_emulator::stage::stage_objects_from_yaml(&text)
+            .map_err(|e| anyhow::anyhow!("bad --stages {}: {e}", path.display()))?;
+        stages.get_or_insert_with(Vec::new).extend(objs);
+    }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
