@@ -121,6 +121,8 @@ impl NamespaceController {
             match watch.as_mut() {
                 Some(stream) => {
                     tokio::select! {
+                        // A fixed polling order: the same inputs give the same run.
+                        biased;
                         ev = stream.next() => match ev {
                             Some(WatchEvent::Added(ns)) | Some(WatchEvent::Modified(ns)) => {
                                 if meta::is_deleting(&ns) {

@@ -419,6 +419,8 @@ impl Informers {
         let mut running = futures::stream::FuturesUnordered::new();
         loop {
             tokio::select! {
+                // A fixed polling order: the same inputs give the same run.
+                biased;
                 Some(i) = rx.recv() => running.push(i.run()),
                 Some(()) = running.next(), if !running.is_empty() => {}
                 else => return,

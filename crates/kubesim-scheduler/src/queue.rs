@@ -485,6 +485,8 @@ impl SchedulingQueue {
             match wake {
                 Some(at) => {
                     tokio::select! {
+                        // A fixed polling order: the same inputs give the same run.
+                        biased;
                         _ = self.notify.notified() => {}
                         _ = self.clock.sleep_until(at) => {}
                     }

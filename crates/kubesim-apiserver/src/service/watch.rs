@@ -200,6 +200,8 @@ impl Server {
         ticker.tick().await;
         loop {
             tokio::select! {
+                // A fixed polling order: the same inputs give the same run.
+                biased;
                 ev = stream.next() => {
                     let Some(ev) = ev else { return };
                     if let Some(frame) = translate(&ev, &plan.filter, &plan.prefix) {
