@@ -1,0 +1,261 @@
+//! The run loop: an in-process cluster (store, API server, controllers,
+//! scheduler, emulated kubelets) on a tokio runtime with time paused, so
+//! the virtual clock jumps to the next timer whenever every component is
+//! idle. Jobs become Pods at their submission times; the kubelet's Stages
+//! run them for their duration; a recorder follows the pods.
+
+mod pods;
+mod recorder;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use kubesim_apiserver::inprocess::InProcess;
+use kubesim_apiserver::Server;
+use kubesim_runtime::{Api, Clock, Informers, ResourceRef, Rng, WriteOptions};
+use kubesim_store::{MemStore, Options, Store};
+use serde_json::Value;
+
+pub use recorder::{FinalState, Outcome, Sample};
+
+/// One job as the run loop needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimJob {
+    pub id: String,
+    pub workload: String,
+    pub profile: String,
+    /// Seconds from the start of the simulation.
+    pub submit: f64,
+    /// Requested resources (Batsim's `res`), reported as such.
+    pub res: u32,
+    /// Seconds the job may run before it is killed.
+    pub walltime: Option<f64>,
+    /// Seconds the job runs when not killed.
+    pub run_time: f64,
+    /// The pod's cpu request and limit, in millicores.
+    pub cpu_millis: u64,
+    /// The pod's memory request and limit, in bytes (0: none).
+    pub memory_bytes: u64,
+    /// The pod's schedulerName (None: the default scheduler).
+    pub scheduler: Option<String>,
+}
+
+/// What to simulate on.
+pub struct Setup {
+    /// The cluster's Node objects.
+    pub nodes: Vec<Value>,
+    pub scheduler: kubesim_scheduler::SchedulerConfig,
+    pub seed: u64,
+    /// Stop at this virtual time even if jobs are left.
+    pub until: Option<Duration>,
+    /// The virtual time the simulation starts at.
+    pub epoch: Timestamp,
+    /// Called with (jobs finished, jobs in all) as the run goes.
+    pub progress: Option<Box<dyn Fn(usize, usize) + Send + Sync>>,
+}
+
+/// What came of a run.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// One per job, in the order given.
+    pub outcomes: Vec<Outcome>,
+    /// Node names in the order given (allocated resources index them).
+    pub nodes: Vec<String>,
+    /// Millicores of all nodes together.
+    pub total_cpu_millis: u64,
+    /// Queue length and cpu in use after every change.
+    pub samples: Vec<Sample>,
+    /// Virtual seconds simulated.
+    pub simulated: f64,
+}
+
+/// Runs `jobs` on `setup` to completion (or `until`), in virtual time.
+pub fn simulate(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()?;
+    rt.block_on(run(setup, jobs))
+}
+
+/// How long nothing may change while pods wait and nothing runs before the
+/// run is declared stuck (the scheduler retries unschedulable pods every
+/// 5 minutes at most, so two of those).
+const STUCK: Duration = Duration::from_secs(600);
+
+async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
+    let clock = Clock::simulated(setup.epoch);
+    let rng = Rng::seeded(setup.seed);
+    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Options::default()));
+    let server = Server::new(store, clock.clone(), rng.clone());
+    server
+        .bootstrap()
+        .await
+        .map_err(|e| anyhow::anyhow!("bootstrap: {}", e.message))?;
+    let api = |who: &str| -> Arc<dyn Api> { Arc::new(InProcess::new(server.clone(), who)) };
+
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(kubesim_controllers::run_with(
+        api("kube-controller-manager"),
+        server.registry.clone(),
+        clock.clone(),
+        None,
+        kubesim_controllers::Options {
+            node_lifecycle: false,
+        },
+    ));
+    let sched_api = api("default-scheduler");
+    tasks.spawn(kubesim_scheduler::run(
+        sched_api.clone(),
+        Informers::new(sched_api, clock.clone()),
+        clock.clone(),
+        rng.clone(),
+        setup.scheduler,
+    ));
+    // A batch simulation spans months: no leases or heartbeats (nodes do
+    // not fail unless told to), no usage metrics.
+    let stages: Vec<Value> = kubesim_emulator::stage::default_stage_objects()
+        .into_iter()
+        .filter(|s| s["metadata"]["name"] != "node-heartbeat-with-lease")
+        .collect();
+    tasks.spawn(kubesim_emulator::run(
+        api("kubesim-emulator"),
+        clock.clone(),
+        rng.clone(),
+        kubesim_emulator::EmulatorConfig {
+            selector: kubesim_emulator::managed::NodeSelector::All,
+            stages: Some(stages),
+            leases: false,
+            usage: false,
+            ..Default::default()
+        },
+    ));
+
+    let client = api("kubesim-simulate");
+    let node_names: Vec<String> = setup
+        .nodes
+        .iter()
+        .map(|n| kubesim_core::meta::name(n).to_string())
+        .collect();
+    let total_cpu_millis = setup.nodes.iter().map(pods::node_cpu_millis).sum();
+    for n in setup.nodes.iter() {
+        client
+            .create(
+                &ResourceRef::core("nodes"),
+                "",
+                n.clone(),
+                &WriteOptions::default(),
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("node {}: {}", kubesim_core::meta::name(n), e.message))?;
+    }
+    let informers = Informers::new(client.clone(), clock.clone());
+    let recorder = recorder::Recorder::new(&jobs, &node_names, clock.clone());
+    let rec = recorder.clone();
+    informers
+        .get(&ResourceRef::core("pods"))
+        .on_change(move |c| rec.on_pod(c));
+    let nodes_inf = informers.get(&ResourceRef::core("nodes"));
+    tasks.spawn({
+        let i = informers.clone();
+        async move { i.run().await }
+    });
+    // Every node Ready before the first job arrives (the emulator needs no
+    // virtual time for it; a minute means it cannot).
+    let mut waited = Duration::ZERO;
+    loop {
+        let ready = nodes_inf
+            .cache()
+            .list()
+            .iter()
+            .filter(|n| pods::is_ready(n))
+            .count();
+        if ready == setup.nodes.len() {
+            break;
+        }
+        if waited >= Duration::from_secs(60) {
+            anyhow::bail!("only {ready} of {} nodes became Ready", setup.nodes.len());
+        }
+        clock.sleep(Duration::from_millis(10)).await;
+        waited += Duration::from_millis(10);
+    }
+    let start = clock.instant();
+    recorder.start_at(start);
+
+    let fits = pods::Fits::new(&setup.nodes);
+    let submitter = {
+        let (client, clock, rec) = (client.clone(), clock.clone(), recorder.clone());
+        let jobs = jobs.clone();
+        async move {
+            let names = pods::unique_names(&jobs);
+            for (i, job) in jobs.iter().enumerate() {
+                let at = start + Duration::from_secs_f64(job.submit.max(0.0));
+                clock.sleep_until(at).await;
+                if !fits.fits(job) {
+                    rec.reject(i);
+                    continue;
+                }
+                rec.submitted(i);
+                let pod = pods::pod(job, i, &names[i]);
+                if let Err(e) = client
+                    .create(
+                        &ResourceRef::core("pods"),
+                        "default",
+                        pod,
+                        &WriteOptions::default(),
+                    )
+                    .await
+                {
+                    tracing::warn!(job = %job.id, error = %e.message, "job not submitted");
+                    rec.reject(i);
+                }
+            }
+        }
+    };
+    let watch = async {
+        let deadline = setup.until.map(|u| start + u);
+        loop {
+            let changed = recorder.changed();
+            let timed_out = tokio::select! {
+                biased;
+                _ = changed => false,
+                _ = clock.sleep(STUCK) => true,
+                _ = async {
+                    match deadline {
+                        Some(d) => clock.sleep_until(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => return,
+            };
+            let (done, active) = recorder.progress();
+            if let Some(p) = &setup.progress {
+                p(done, jobs.len());
+            }
+            if done == jobs.len() {
+                return;
+            }
+            if timed_out && active.running == 0 && active.all_submitted {
+                tracing::warn!(
+                    pending = active.pending,
+                    "jobs can never be placed; stopping"
+                );
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = watch => {}
+        _ = async { submitter.await; std::future::pending::<()>().await } => {}
+    }
+    let simulated = (clock.instant() - start).as_secs_f64();
+    tasks.abort_all();
+    Ok(Run {
+        outcomes: recorder.outcomes(),
+        nodes: node_names,
+        total_cpu_millis,
+        samples: recorder.samples(),
+        simulated,
+    })
+}

@@ -1,0 +1,197 @@
+//! Jobs as the Pods that run them, and what a node offers them.
+
+use std::collections::BTreeSet;
+
+use kubesim_core::meta;
+use kubesim_core::quantity::Quantity;
+use serde_json::{json, Value};
+
+use super::SimJob;
+
+/// The label carrying a pod's job index (its position in the input).
+pub const JOB_INDEX: &str = "kubesim.io/job-index";
+
+/// A Pod per job, as Batkube made them: requests equal to limits, never
+/// restarted, running for its run time (or its walltime, if shorter).
+pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
+    let run = match job.walltime {
+        Some(w) if w < job.run_time => w,
+        _ => job.run_time,
+    };
+    let ms = (run.max(0.0) * 1000.0).round() as u64;
+    let mut resources = json!({"cpu": format!("{}m", job.cpu_millis)});
+    if job.memory_bytes > 0 {
+        resources["memory"] = json!(job.memory_bytes.to_string());
+    }
+    let mut spec = json!({
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "job", "image": "busybox",
+            "command": ["sleep", format!("{}", ms as f64 / 1000.0)],
+            "resources": {"requests": resources, "limits": resources}}],
+    });
+    if let Some(s) = &job.scheduler {
+        if s != "default" {
+            spec["schedulerName"] = json!(s);
+        }
+    }
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default",
+            "labels": {JOB_INDEX: index.to_string()},
+            "annotations": {"kubesim.io/run-duration": format!("{ms}ms"),
+                "kubesim.io/job-id": job.id, "kubesim.io/workload": job.workload}},
+        "spec": spec})
+}
+
+/// DNS-1123 names from `<workload>-<id>`, made unique by a suffix.
+pub fn unique_names(jobs: &[SimJob]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    jobs.iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let raw = format!("{}-{}", j.workload, j.id).to_ascii_lowercase();
+            let mut name: String = raw
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            name = name
+                .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+                .to_string();
+            name.truncate(200);
+            if name.is_empty() {
+                name = "job".into();
+            }
+            if !seen.insert(name.clone()) {
+                name = format!("{name}-{i}");
+                seen.insert(name.clone());
+            }
+            name
+        })
+        .collect()
+}
+
+fn quantity(v: &Value) -> i128 {
+    v.as_str()
+        .and_then(|s| Quantity::parse(s).ok())
+        .map(|q| q.milli())
+        .unwrap_or(0)
+}
+
+/// A node's allocatable cpu (capacity when it states none), millicores.
+pub fn node_cpu_millis(node: &Value) -> u64 {
+    let status = &node["status"];
+    let v = if status["allocatable"]["cpu"].is_null() {
+        &status["capacity"]["cpu"]
+    } else {
+        &status["allocatable"]["cpu"]
+    };
+    quantity(v).max(0) as u64
+}
+
+fn node_memory(node: &Value) -> i128 {
+    let status = &node["status"];
+    let v = if status["allocatable"]["memory"].is_null() {
+        &status["capacity"]["memory"]
+    } else {
+        &status["allocatable"]["memory"]
+    };
+    quantity(v) / 1000
+}
+
+pub fn is_ready(node: &Value) -> bool {
+    meta::path(node, "status.conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+}
+
+/// Whether a job could ever fit on some node, were it empty: jobs that
+/// cannot are rejected at submission, as Batsim rejects them.
+pub struct Fits {
+    nodes: Vec<(u64, i128)>,
+}
+
+impl Fits {
+    pub fn new(nodes: &[Value]) -> Self {
+        Fits {
+            nodes: nodes
+                .iter()
+                .map(|n| (node_cpu_millis(n), node_memory(n)))
+                .collect(),
+        }
+    }
+
+    pub fn fits(&self, job: &SimJob) -> bool {
+        self.nodes
+            .iter()
+            .any(|(cpu, mem)| job.cpu_millis <= *cpu && (job.memory_bytes as i128) <= *mem)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str) -> SimJob {
+        SimJob {
+            id: id.into(),
+            workload: "w0".into(),
+            profile: "delay".into(),
+            submit: 0.0,
+            res: 1,
+            walltime: Some(100.0),
+            run_time: 170.5,
+            cpu_millis: 1000,
+            memory_bytes: 0,
+            scheduler: Some("default".into()),
+        }
+    }
+
+    #[test]
+    fn pods_run_for_the_shorter_of_run_time_and_walltime() {
+        let p = pod(&job("1"), 0, "w0-1");
+        assert_eq!(
+            p["metadata"]["annotations"]["kubesim.io/run-duration"],
+            "100000ms"
+        );
+        assert_eq!(
+            p["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+            "1000m"
+        );
+        assert!(p["spec"]["schedulerName"].is_null());
+        let mut long = job("2");
+        long.walltime = None;
+        let p = pod(&long, 1, "w0-2");
+        assert_eq!(
+            p["metadata"]["annotations"]["kubesim.io/run-duration"],
+            "170500ms"
+        );
+    }
+
+    #[test]
+    fn names_are_valid_and_unique() {
+        let jobs = vec![job("A!1"), job("a!1"), job("_")];
+        assert_eq!(unique_names(&jobs), ["w0-a-1", "w0-a-1-1", "w0"]);
+    }
+
+    #[test]
+    fn fitting_uses_allocatable() {
+        let n = json!({"status": {"allocatable": {"cpu": "2", "memory": "1Gi"}}});
+        let f = Fits::new(&[n.clone()]);
+        assert_eq!(node_cpu_millis(&n), 2000);
+        assert!(f.fits(&job("1")));
+        let mut big = job("2");
+        big.cpu_millis = 3000;
+        assert!(!f.fits(&big));
+        big.cpu_millis = 1000;
+        big.memory_bytes = 2 << 30;
+        assert!(!f.fits(&big));
+    }
+}

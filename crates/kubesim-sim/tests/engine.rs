@@ -1,0 +1,126 @@
+//! The run loop on small workloads whose schedules are worked out by hand.
+
+use kubesim_sim::engine::{simulate, FinalState, Run, Setup, SimJob};
+use serde_json::{json, Value};
+
+fn node(name: &str, cpu: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+        "status": {"capacity": {"cpu": cpu, "memory": "4Gi", "pods": "110"},
+                   "allocatable": {"cpu": cpu, "memory": "4Gi", "pods": "110"}}})
+}
+
+fn job(id: &str, submit: f64, run: f64, cpu: u64) -> SimJob {
+    SimJob {
+        id: id.into(),
+        workload: "w0".into(),
+        profile: "delay".into(),
+        submit,
+        res: 1,
+        walltime: None,
+        run_time: run,
+        cpu_millis: cpu,
+        memory_bytes: 0,
+        scheduler: None,
+    }
+}
+
+fn setup(nodes: Vec<Value>) -> Setup {
+    Setup {
+        nodes,
+        scheduler: Default::default(),
+        seed: 1,
+        until: None,
+        epoch: "2026-01-01T00:00:00Z".parse().unwrap(),
+        progress: None,
+    }
+}
+
+fn times(run: &Run) -> Vec<(Option<f64>, Option<f64>, FinalState)> {
+    run.outcomes
+        .iter()
+        .map(|o| (o.start, o.finish, o.state))
+        .collect()
+}
+
+#[test]
+fn a_queue_forms_when_the_cluster_is_full() {
+    // Two 1-cpu nodes, three 1-cpu jobs of 10 s at t=0: two run at once,
+    // the third waits for the first to finish. A 4-cpu job never fits.
+    let jobs = vec![
+        job("1", 0.0, 10.0, 1000),
+        job("2", 0.0, 10.0, 1000),
+        job("3", 0.0, 10.0, 1000),
+        job("big", 5.0, 1.0, 4000),
+    ];
+    let run = simulate(setup(vec![node("n0", "1"), node("n1", "1")]), jobs).unwrap();
+    let t = times(&run);
+    use FinalState::*;
+    assert_eq!(
+        t[0],
+        (Some(0.0), Some(10.0), CompletedSuccessfully),
+        "{t:?}"
+    );
+    assert_eq!(
+        t[1],
+        (Some(0.0), Some(10.0), CompletedSuccessfully),
+        "{t:?}"
+    );
+    assert_eq!(
+        t[2],
+        (Some(10.0), Some(20.0), CompletedSuccessfully),
+        "{t:?}"
+    );
+    assert_eq!(t[3].2, Rejected);
+    let nodes: Vec<Option<usize>> = run.outcomes.iter().map(|o| o.node).collect();
+    assert_ne!(nodes[0], nodes[1]);
+    assert!(nodes[..3].iter().all(|n| n.is_some()));
+    assert_eq!(run.total_cpu_millis, 2000);
+    // At most both nodes' cpu in use, and one job queued at the start.
+    assert!(run.samples.iter().all(|s| s.cpu_millis_used <= 2000));
+    assert_eq!(run.samples.iter().map(|s| s.queued).max(), Some(1));
+}
+
+#[test]
+fn walltime_kills_and_late_submissions() {
+    let mut capped = job("capped", 0.0, 500.0, 500);
+    capped.walltime = Some(60.0);
+    let later = job("later", 3600.0, 30.0, 500);
+    let run = simulate(setup(vec![node("n0", "1")]), vec![capped, later]).unwrap();
+    let t = times(&run);
+    assert_eq!(
+        t[0],
+        (Some(0.0), Some(60.0), FinalState::CompletedWalltimeReached)
+    );
+    assert_eq!(
+        t[1],
+        (
+            Some(3600.0),
+            Some(3630.0),
+            FinalState::CompletedSuccessfully
+        )
+    );
+    assert_eq!(run.simulated.round(), 3630.0);
+}
+
+#[test]
+fn the_same_input_gives_the_same_run() {
+    let jobs: Vec<SimJob> = (0..40)
+        .map(|i| {
+            job(
+                &i.to_string(),
+                (i % 7) as f64 * 3.0,
+                5.0 + (i % 5) as f64,
+                250 * (1 + i % 3),
+            )
+        })
+        .collect();
+    let nodes = || vec![node("a", "1"), node("b", "2"), node("c", "1")];
+    let one = simulate(setup(nodes()), jobs.clone()).unwrap();
+    let two = simulate(setup(nodes()), jobs).unwrap();
+    assert_eq!(one.outcomes, two.outcomes);
+    assert_eq!(one.samples, two.samples);
+    assert!(one
+        .outcomes
+        .iter()
+        .all(|o| o.state == FinalState::CompletedSuccessfully));
+}
