@@ -33,6 +33,16 @@ impl Delay {
     /// it a uniform draw in [duration, J); a jitter at or below the
     /// duration is the delay itself. Negative results are no delay.
     pub fn compute(&self, input: &Input, now: Timestamp, rng: &Rng) -> Duration {
+        let ms = match self.bounds(input, now) {
+            (d, None) => d,
+            (d, Some(j)) => d + rng.below((j - d) as u64) as i64,
+        };
+        Duration::from_millis(ms.max(0) as u64)
+    }
+
+    /// The delay in milliseconds, or the range [low, high) it is drawn
+    /// from.
+    pub fn bounds(&self, input: &Input, now: Timestamp) -> (i64, Option<i64>) {
         let d = self
             .duration_from
             .as_ref()
@@ -43,12 +53,13 @@ impl Delay {
             .as_ref()
             .and_then(|j| eval_ms(j, input, now))
             .or(self.jitter_ms);
-        let ms = match jitter {
-            None => d,
-            Some(j) if j <= d => j,
-            Some(j) => d + rng.below((j - d) as u64) as i64,
-        };
-        Duration::from_millis(ms.max(0) as u64)
+        // A time already past is no delay at all.
+        let (d, jitter) = (d.max(0), jitter.map(|j| j.max(0)));
+        match jitter {
+            None => (d, None),
+            Some(j) if j <= d => (j, None),
+            Some(j) => (d, Some(j)),
+        }
     }
 }
 

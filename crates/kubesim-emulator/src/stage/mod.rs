@@ -3,6 +3,7 @@
 
 mod delay;
 pub mod engine;
+pub mod explain;
 pub mod funcs;
 pub mod ippool;
 pub mod jq;
@@ -13,6 +14,7 @@ pub mod spec;
 mod steps;
 
 pub use engine::{default_stage_objects, stage_objects_from_yaml, stages_resource};
+pub use explain::{explain, Planned};
 pub use lifecycle::Shared;
 pub use select::choose;
 pub use spec::Stage;

@@ -5,7 +5,7 @@ use kubesim_core::meta;
 use kubesim_runtime::Rng;
 use serde_json::Value;
 
-use super::jq::{Input, Jq};
+use super::jq::Input;
 use super::spec::{Operator, Requirement, Selector, Stage};
 
 impl Selector {
@@ -48,18 +48,21 @@ impl Requirement {
     }
 }
 
-/// The weight of a stage for this object: `weightFrom` when it yields a
-/// number (or a string holding one), else None (it failed to evaluate) —
-/// unless there is no `weightFrom`, when the fixed weight holds.
-fn weight(stage: &Stage, input: &Input) -> Option<i64> {
+/// The weight of a stage for this object: what `weightFrom` yields (a
+/// number, or a string holding one), the fixed weight when it yields
+/// nothing, None when it yields something that is not a number.
+pub fn weight(stage: &Stage, input: &Input) -> Option<i64> {
     let Some(from) = &stage.weight_from else {
         return Some(stage.weight);
     };
-    eval_int(from, input)
+    match from.first(input) {
+        None => Some(stage.weight),
+        Some(v) => as_int(&v),
+    }
 }
 
-pub(crate) fn eval_int(jq: &Jq, input: &Input) -> Option<i64> {
-    match jq.first(input)? {
+fn as_int(v: &Value) -> Option<i64> {
+    match v {
         Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,

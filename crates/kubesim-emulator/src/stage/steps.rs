@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::funcs::KwokFuncs;
 use super::resolve::Target;
 use super::spec::{Apply, Patch, PatchKind, Stage, Step};
+use crate::gotpl::Funcs;
 
 /// The field manager of the emulator's writes.
 pub const MANAGER: &str = "kubesim-emulator";
@@ -102,7 +103,7 @@ impl Steps<'_> {
                         Err(e) => return Err(fail(e)),
                     }
                 }
-                Step::Patch(p) => match self.patch_step(p, &current).await {
+                Step::Patch(p) => match self.patch_step(stage, p, &current).await {
                     Ok(Some(o)) => {
                         current = o.clone();
                         written = Some(o);
@@ -122,37 +123,20 @@ impl Steps<'_> {
     }
 
     fn render(&self, t: &crate::gotpl::Template, obj: &Value) -> Result<Value, ApiError> {
-        let text = t
-            .render(obj, &self.funcs)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
-        if text.trim().is_empty() {
-            return Ok(Value::Null);
-        }
-        serde_saphyr::from_str(&text)
-            .map_err(|e| ApiError::bad_request(format!("template output is not YAML: {e}")))
+        render(t, obj, &self.funcs).map_err(ApiError::bad_request)
     }
 
     /// Renders and sends a patch, unless applying it would change nothing.
-    async fn patch_step(&self, p: &Patch, obj: &Value) -> Result<Option<Value>, ApiError> {
-        let rendered = self.render(&p.template, obj)?;
-        if rendered.is_null() {
+    async fn patch_step(
+        &self,
+        stage: &Stage,
+        p: &Patch,
+        obj: &Value,
+    ) -> Result<Option<Value>, ApiError> {
+        let Some((kind, body)) =
+            patch_body(stage, p, obj, &self.funcs).map_err(ApiError::bad_request)?
+        else {
             return Ok(None);
-        }
-        let kind = match p.kind {
-            Some(PatchKind::Json) => PatchType::Json,
-            Some(PatchKind::Merge) => PatchType::Merge,
-            Some(PatchKind::Strategic) => PatchType::Strategic,
-            None if matches!(self.target.resource.plural.as_str(), "pods" | "nodes")
-                && self.target.resource.group.is_empty() =>
-            {
-                PatchType::Strategic
-            }
-            None => PatchType::Merge,
-        };
-        let body = match (&p.root, kind) {
-            (Some(root), PatchType::Json) => prefix_paths(rendered, root),
-            (Some(root), _) => json!({ root.as_str(): rendered }),
-            (None, _) => rendered,
         };
         if !self.changes(obj, kind, &body) {
             return Ok(None);
@@ -238,6 +222,47 @@ impl Steps<'_> {
             .await
             .map(|_| ())
     }
+}
+
+/// A template's output as a value (YAML or JSON); Null when it rendered
+/// nothing.
+pub fn render(t: &crate::gotpl::Template, obj: &Value, funcs: &dyn Funcs) -> Result<Value, String> {
+    let text = t.render(obj, funcs).map_err(|e| e.to_string())?;
+    if text.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_saphyr::from_str(&text).map_err(|e| format!("template output is not YAML: {e}"))
+}
+
+/// The type and body of the patch a step sends for `obj` (None when the
+/// template renders nothing): the rendered value under `root`, as a
+/// strategic merge for Pods and Nodes and a merge patch otherwise unless
+/// the step names a type.
+pub fn patch_body(
+    stage: &Stage,
+    p: &Patch,
+    obj: &Value,
+    funcs: &dyn Funcs,
+) -> Result<Option<(PatchType, Value)>, String> {
+    let rendered = render(&p.template, obj, funcs)?;
+    if rendered.is_null() {
+        return Ok(None);
+    }
+    let kind = match p.kind {
+        Some(PatchKind::Json) => PatchType::Json,
+        Some(PatchKind::Merge) => PatchType::Merge,
+        Some(PatchKind::Strategic) => PatchType::Strategic,
+        None if stage.api_version == "v1" && matches!(stage.kind.as_str(), "Pod" | "Node") => {
+            PatchType::Strategic
+        }
+        None => PatchType::Merge,
+    };
+    let body = match (&p.root, kind) {
+        (Some(root), PatchType::Json) => prefix_paths(rendered, root),
+        (Some(root), _) => json!({ root.as_str(): rendered }),
+        (None, _) => rendered,
+    };
+    Ok(Some((kind, body)))
 }
 
 /// A JSON patch written relative to `root`: every path moved under it.
