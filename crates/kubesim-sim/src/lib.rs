@@ -3,3 +3,4 @@
 //! virtual clock, and what came of them in Batsim's formats.
 
 pub mod engine;
+pub mod workload;

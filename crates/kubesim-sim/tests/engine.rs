@@ -21,6 +21,7 @@ fn job(id: &str, submit: f64, run: f64, cpu: u64) -> SimJob {
         cpu_millis: cpu,
         memory_bytes: 0,
         scheduler: None,
+        manifest: None,
     }
 }
 
@@ -123,4 +124,44 @@ fn the_same_input_gives_the_same_run() {
         .outcomes
         .iter()
         .all(|o| o.state == FinalState::CompletedSuccessfully));
+}
+
+#[test]
+fn manifests_arrive_on_time_and_jobs_complete_all_their_pods() {
+    let text = "apiVersion: batch/v1
+kind: Job
+metadata: {name: batch, annotations: {kubesim.io/arrival: 5s}}
+spec:
+  completions: 2
+  parallelism: 1
+  template:
+    metadata: {annotations: {kubesim.io/run-duration: 10s}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: i, resources: {requests: {cpu: 500m}}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: i}]}
+";
+    let jobs = kubesim_sim::workload::manifests::read(text, "w0").unwrap();
+    let run = simulate(setup(vec![node("n0", "2")]), jobs).unwrap();
+    let web = run.outcomes.iter().find(|o| o.job.id == "web").unwrap();
+    assert_eq!(web.state, FinalState::NotFollowed);
+    let batch = run.outcomes.iter().find(|o| o.job.id == "batch").unwrap();
+    // One pod at a time, two completions: 5 s + 10 s + 10 s.
+    assert_eq!(
+        (batch.start, batch.finish, batch.state),
+        (Some(5.0), Some(25.0), FinalState::CompletedSuccessfully)
+    );
+    assert_eq!(
+        run.samples.iter().map(|s| s.cpu_millis_used).max(),
+        Some(500)
+    );
 }

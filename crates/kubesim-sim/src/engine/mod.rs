@@ -39,6 +39,9 @@ pub struct SimJob {
     pub memory_bytes: u64,
     /// The pod's schedulerName (None: the default scheduler).
     pub scheduler: Option<String>,
+    /// A manifest to create instead of a generated pod (a Pod, a Job, or
+    /// any object, which is created but not followed).
+    pub manifest: Option<Value>,
 }
 
 /// What to simulate on.
@@ -184,6 +187,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     recorder.start_at(start);
 
     let fits = pods::Fits::new(&setup.nodes);
+    let registry = server.registry.clone();
     let submitter = {
         let (client, clock, rec) = (client.clone(), clock.clone(), recorder.clone());
         let jobs = jobs.clone();
@@ -192,23 +196,46 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             for (i, job) in jobs.iter().enumerate() {
                 let at = start + Duration::from_secs_f64(job.submit.max(0.0));
                 clock.sleep_until(at).await;
-                if !fits.fits(job) {
-                    rec.reject(i);
-                    continue;
+                let prepared = match &job.manifest {
+                    Some(m) => pods::manifest(m, i, &registry),
+                    None if !fits.fits(job) => {
+                        rec.reject(i);
+                        continue;
+                    }
+                    None => Ok(pods::Prepared {
+                        resource: ResourceRef::core("pods"),
+                        namespace: "default".into(),
+                        object: pods::pod(job, i, &names[i]),
+                        followed: true,
+                    }),
+                };
+                let p = match prepared {
+                    Ok(p) => p,
+                    Err(e) => {
+                        tracing::warn!(job = %job.id, error = %e, "job not submitted");
+                        rec.reject(i);
+                        continue;
+                    }
+                };
+                let followed = p.followed;
+                if followed {
+                    rec.submitted(i);
                 }
-                rec.submitted(i);
-                let pod = pods::pod(job, i, &names[i]);
-                if let Err(e) = client
+                match client
                     .create(
-                        &ResourceRef::core("pods"),
-                        "default",
-                        pod,
+                        &p.resource,
+                        &p.namespace,
+                        p.object,
                         &WriteOptions::default(),
                     )
                     .await
                 {
-                    tracing::warn!(job = %job.id, error = %e.message, "job not submitted");
-                    rec.reject(i);
+                    Ok(_) if !followed => rec.not_followed(i),
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(job = %job.id, error = %e.message, "job not submitted");
+                        rec.reject(i);
+                    }
                 }
             }
         }

@@ -151,6 +151,7 @@ mod tests {
             cpu_millis: 1000,
             memory_bytes: 0,
             scheduler: Some("default".into()),
+            manifest: None,
         }
     }
 
@@ -194,4 +195,63 @@ mod tests {
         big.memory_bytes = 2 << 30;
         assert!(!f.fits(&big));
     }
+}
+
+/// A manifest ready to create: where, and whether its pods are followed
+/// (Pods and Jobs are; other kinds are only created).
+pub struct Prepared {
+    pub resource: kubesim_runtime::ResourceRef,
+    pub namespace: String,
+    pub object: Value,
+    pub followed: bool,
+}
+
+/// Labels a manifest's pods with the job index and finds its resource.
+pub fn manifest(
+    m: &Value,
+    index: usize,
+    registry: &kubesim_core::Registry,
+) -> Result<Prepared, String> {
+    let api_version = m["apiVersion"].as_str().unwrap_or("");
+    let kind = m["kind"].as_str().unwrap_or("");
+    let info = registry
+        .by_kind(api_version, kind)
+        .ok_or_else(|| format!("{api_version}/{kind} is not a kind kubesim serves"))?;
+    let mut obj = m.clone();
+    let followed = matches!((api_version, kind), ("v1", "Pod") | ("batch/v1", "Job"));
+    if followed {
+        let meta_path = if kind == "Job" {
+            "/spec/template/metadata"
+        } else {
+            "/metadata"
+        };
+        let label = |obj: &mut Value, path: &str| {
+            if obj.pointer(path).is_none_or(|v| !v.is_object()) {
+                if let Some(parent) = obj.pointer_mut(&path[..path.rfind('/').unwrap_or(0)]) {
+                    parent[path.rsplit('/').next().unwrap_or("")] = json!({});
+                }
+            }
+            if let Some(md) = obj.pointer_mut(path) {
+                if !md["labels"].is_object() {
+                    md["labels"] = json!({});
+                }
+                md["labels"][JOB_INDEX] = json!(index.to_string());
+            }
+        };
+        label(&mut obj, meta_path);
+    }
+    let namespace = if info.namespaced() {
+        m.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_string()
+    } else {
+        String::new()
+    };
+    Ok(Prepared {
+        resource: kubesim_runtime::ResourceRef::new(&info.group, &info.version, &info.plural),
+        namespace,
+        object: obj,
+        followed,
+    })
 }

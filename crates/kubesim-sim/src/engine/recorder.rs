@@ -2,6 +2,7 @@
 //! running) and finished, on which node, and the queue and cpu in use
 //! after every change.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kubesim_core::meta;
@@ -23,6 +24,9 @@ pub enum FinalState {
     Rejected,
     /// Submitted but not finished when the run stopped.
     NotFinished,
+    /// A manifest of a kind that runs no pods of its own (a Deployment, a
+    /// Service): created at its time, not followed.
+    NotFollowed,
 }
 
 impl FinalState {
@@ -33,6 +37,7 @@ impl FinalState {
             FinalState::CompletedWalltimeReached => "COMPLETED_WALLTIME_REACHED",
             FinalState::Rejected => "REJECTED",
             FinalState::NotFinished => "NOT_FINISHED",
+            FinalState::NotFollowed => "NOT_FOLLOWED",
         }
     }
 }
@@ -67,9 +72,20 @@ pub struct Active {
     pub all_submitted: bool,
 }
 
+/// One followed pod.
+struct PodTrack {
+    cpu: u64,
+    running: bool,
+    done: bool,
+}
+
 struct State {
     start: Option<Instant>,
     outcomes: Vec<Outcome>,
+    /// Pods that must succeed for each job to be complete.
+    expected: Vec<u32>,
+    succeeded: Vec<u32>,
+    pods: BTreeMap<(String, String), PodTrack>,
     samples: Vec<Sample>,
     done: usize,
     queued: usize,
@@ -102,6 +118,9 @@ impl Recorder {
                         node: None,
                     })
                     .collect(),
+                expected: jobs.iter().map(expected_pods).collect(),
+                succeeded: vec![0; jobs.len()],
+                pods: BTreeMap::new(),
                 samples: Vec::new(),
                 done: 0,
                 queued: 0,
@@ -170,6 +189,18 @@ impl Recorder {
         self.sample(&mut s);
     }
 
+    /// A manifest that is created and not followed.
+    pub fn not_followed(&self, i: usize) {
+        let mut s = self.state.lock();
+        let t = self.now(&s);
+        let o = &mut s.outcomes[i];
+        o.submitted = Some(t);
+        o.state = FinalState::NotFollowed;
+        s.resolved += 1;
+        s.done += 1;
+        self.sample(&mut s);
+    }
+
     pub fn on_pod(&self, change: &Change) {
         let pod = change.object();
         let Some(i) = meta::labels(pod)
@@ -178,6 +209,7 @@ impl Recorder {
         else {
             return;
         };
+        let gone = matches!(change, Change::Deleted(_));
         let phase = meta::path(pod, "status.phase")
             .and_then(Value::as_str)
             .unwrap_or("");
@@ -186,34 +218,70 @@ impl Recorder {
             return;
         }
         let t = self.now(&s);
-        let started = s.outcomes[i].start.is_some();
-        let finished = s.outcomes[i].finish.is_some();
-        let cpu = s.outcomes[i].job.cpu_millis;
+        let key = (
+            meta::namespace(pod).to_string(),
+            meta::name(pod).to_string(),
+        );
+        let track = s.pods.entry(key.clone()).or_insert_with(|| PodTrack {
+            cpu: pod_cpu_millis(pod),
+            running: false,
+            done: false,
+        });
+        if track.done {
+            return;
+        }
+        let (cpu, was_running) = (track.cpu, track.running);
+        let starts = !was_running && matches!(phase, "Running" | "Succeeded" | "Failed");
+        let ends = matches!(phase, "Succeeded" | "Failed") || gone;
         let mut changed = false;
-        if !started && matches!(phase, "Running" | "Succeeded" | "Failed") {
-            let node = meta::path(pod, "spec.nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let o = &mut s.outcomes[i];
-            o.start = Some(t);
-            o.node = self.nodes.iter().position(|n| n == node);
-            s.queued = s.queued.saturating_sub(1);
+        if starts && !gone {
+            if let Some(tr) = s.pods.get_mut(&key) {
+                tr.running = true;
+            }
             s.running += 1;
             s.cpu += cpu;
+            if s.outcomes[i].start.is_none() {
+                let node = meta::path(pod, "spec.nodeName")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let o = &mut s.outcomes[i];
+                o.start = Some(t);
+                o.node = self.nodes.iter().position(|n| n == node);
+                s.queued = s.queued.saturating_sub(1);
+            }
             changed = true;
         }
-        if !finished && matches!(phase, "Succeeded" | "Failed") {
-            let o = &mut s.outcomes[i];
-            o.finish = Some(t);
-            let killed = o.job.walltime.is_some_and(|w| w < o.job.run_time);
-            o.state = match (phase, killed) {
-                ("Failed", _) => FinalState::CompletedFailed,
-                (_, true) => FinalState::CompletedWalltimeReached,
-                _ => FinalState::CompletedSuccessfully,
-            };
-            s.running = s.running.saturating_sub(1);
-            s.cpu = s.cpu.saturating_sub(cpu);
-            s.done += 1;
+        if ends {
+            let running = s.pods.get(&key).is_some_and(|tr| tr.running);
+            if let Some(tr) = s.pods.get_mut(&key) {
+                tr.done = true;
+            }
+            if running {
+                s.running = s.running.saturating_sub(1);
+                s.cpu = s.cpu.saturating_sub(cpu);
+            }
+            if phase == "Succeeded" {
+                s.succeeded[i] += 1;
+            }
+            let finished = s.outcomes[i].finish.is_some();
+            let single = s.expected[i] == 1
+                && s.outcomes[i]
+                    .job
+                    .manifest
+                    .as_ref()
+                    .is_none_or(|m| m["kind"] == "Pod");
+            let complete = s.succeeded[i] >= s.expected[i];
+            if !finished && (complete || (single && phase == "Failed")) {
+                let o = &mut s.outcomes[i];
+                o.finish = Some(t);
+                let killed = o.job.walltime.is_some_and(|w| w < o.job.run_time);
+                o.state = match (phase, killed) {
+                    ("Failed", _) => FinalState::CompletedFailed,
+                    (_, true) => FinalState::CompletedWalltimeReached,
+                    _ => FinalState::CompletedSuccessfully,
+                };
+                s.done += 1;
+            }
             changed = true;
         }
         if changed {
@@ -241,4 +309,28 @@ impl Recorder {
     pub fn samples(&self) -> Vec<Sample> {
         self.state.lock().samples.clone()
     }
+}
+
+/// Pods that must succeed for a job to be complete: a Job's completions,
+/// one for anything else.
+fn expected_pods(job: &SimJob) -> u32 {
+    match &job.manifest {
+        Some(m) if m["kind"] == "Job" => m
+            .pointer("/spec/completions")
+            .and_then(Value::as_u64)
+            .map(|c| c.max(1) as u32)
+            .unwrap_or(1),
+        _ => 1,
+    }
+}
+
+/// The cpu a pod requests (its containers' requests summed), millicores.
+fn pod_cpu_millis(pod: &Value) -> u64 {
+    meta::path(pod, "spec.containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.pointer("/resources/requests/cpu"))
+        .filter_map(|q| crate::workload::cpu_millis(q).ok())
+        .sum()
 }

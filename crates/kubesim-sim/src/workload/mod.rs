@@ -1,0 +1,115 @@
+//! Reading workloads into jobs: Batsim JSON, SWF traces (optionally
+//! gzipped) and Kubernetes manifests with arrival times.
+
+pub mod batsim;
+pub mod manifests;
+pub mod swf;
+
+use std::io::Read;
+use std::path::Path;
+
+use kubesim_core::quantity::Quantity;
+use serde_json::Value;
+
+use crate::engine::SimJob;
+pub use swf::{Skipped, SwfOptions};
+
+/// How jobs become pods where the workload does not say.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadOptions {
+    /// Cpu per requested resource (Batsim `res`, SWF processor).
+    pub cpu_per_resource_millis: u64,
+    /// Memory per job when the workload gives none (0: no request).
+    pub memory_per_job_bytes: u64,
+    pub swf: SwfOptions,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            cpu_per_resource_millis: 1000,
+            memory_per_job_bytes: 0,
+            swf: SwfOptions::default(),
+        }
+    }
+}
+
+/// A cpu amount: a quantity string (`"1"`, `"500m"`) or a number of cores.
+pub fn cpu_millis(v: &Value) -> Result<u64, String> {
+    let m = match v {
+        Value::Number(n) => n.as_f64().map(|c| (c * 1000.0).round() as i128),
+        Value::String(s) => Quantity::parse(s).ok().map(|q| q.milli()),
+        _ => None,
+    }
+    .ok_or_else(|| format!("{v} is not a cpu amount"))?;
+    u64::try_from(m).map_err(|_| format!("{v} is negative"))
+}
+
+/// A memory amount: a quantity string (`"4Gi"`) or a number of bytes.
+pub fn memory_bytes(v: &Value) -> Result<u64, String> {
+    let b = match v {
+        Value::Number(n) => n.as_f64().map(|b| b.round() as i128),
+        Value::String(s) => Quantity::parse(s).ok().map(|q| q.milli() / 1000),
+        _ => None,
+    }
+    .ok_or_else(|| format!("{v} is not a memory amount"))?;
+    u64::try_from(b).map_err(|_| format!("{v} is negative"))
+}
+
+/// Reads a file's text, inflating it when it is gzipped.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .map_err(|e| format!("{}: bad gzip data: {e}", path.display()))?;
+        out
+    } else {
+        bytes
+    };
+    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+}
+
+/// What a workload file holds, by its name and content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Batsim,
+    Swf,
+    Manifests,
+}
+
+pub fn detect(path: &Path, text: &str) -> Format {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    if name.ends_with(".swf") {
+        Format::Swf
+    } else if name.ends_with(".json") || text.trim_start().starts_with('{') {
+        Format::Batsim
+    } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+        Format::Manifests
+    } else if text.lines().any(|l| l.starts_with(';')) {
+        Format::Swf
+    } else {
+        Format::Manifests
+    }
+}
+
+/// Reads one workload file as workload `name`.
+pub fn read_file(
+    path: &Path,
+    name: &str,
+    opts: &ReadOptions,
+) -> Result<(Vec<SimJob>, Skipped), String> {
+    let text = read_text(path)?;
+    let at = |e: String| format!("{}: {e}", path.display());
+    match detect(path, &text) {
+        Format::Batsim => batsim::read(&text, name, opts)
+            .map(|j| (j, Skipped::default()))
+            .map_err(at),
+        Format::Swf => swf::read(&text, name, opts).map_err(at),
+        Format::Manifests => manifests::read(&text, name)
+            .map(|j| (j, Skipped::default()))
+            .map_err(at),
+    }
+}
