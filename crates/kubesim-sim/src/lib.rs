@@ -2,5 +2,7 @@
 //! (API server, controllers, scheduler, emulated kubelets) under the
 //! virtual clock, and what came of them in Batsim's formats.
 
+pub mod cluster;
 pub mod engine;
+pub mod output;
 pub mod workload;

@@ -28,6 +28,11 @@ enum Command {
     ///
     /// Example: kubesim scenario start --kubeconfig ./.kubesim/kubeconfig
     Scenario(cmd::scenario::ScenarioArgs),
+    /// Replay workloads (Batsim JSON, SWF, manifests) through the control
+    /// plane in simulated time; write Batsim-compatible results.
+    ///
+    /// Example: kubesim simulate --workload jobs.json --nodes 16 --out ./sim
+    Simulate(cmd::simulate::SimulateArgs),
 }
 
 fn main() {
@@ -42,6 +47,7 @@ fn main() {
         Command::Up(a) => cmd::up::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Scenario(a) => cmd::scenario::run(a),
+        Command::Simulate(a) => cmd::simulate::run(a),
     };
     if let Err(e) = result {
         eprintln!("kubesim: {e:#}");

@@ -193,7 +193,11 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         let jobs = jobs.clone();
         async move {
             let names = pods::unique_names(&jobs);
-            for (i, job) in jobs.iter().enumerate() {
+            // In order of submission (input order among equals).
+            let mut order: Vec<usize> = (0..jobs.len()).collect();
+            order.sort_by(|a, b| jobs[*a].submit.total_cmp(&jobs[*b].submit));
+            for i in order {
+                let job = &jobs[i];
                 let at = start + Duration::from_secs_f64(job.submit.max(0.0));
                 clock.sleep_until(at).await;
                 let prepared = match &job.manifest {

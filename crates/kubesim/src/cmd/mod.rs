@@ -5,4 +5,5 @@ pub mod bench_bringup;
 pub mod bench_scheduler;
 pub mod pki;
 pub mod scenario;
+pub mod simulate;
 pub mod up;
