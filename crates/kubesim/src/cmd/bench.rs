@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// What to measure: `api`, `scheduler` or `bringup`.
+    /// What to measure: `api`, `scheduler`, `bringup` or `simulate`.
     pub what: String,
     /// Pods to create.
     #[arg(long, default_value_t = 20_000)]
@@ -31,7 +31,7 @@ pub struct BenchArgs {
     /// Events written while the watchers listen.
     #[arg(long, default_value_t = 10_000)]
     pub events: usize,
-    /// `scheduler`, `bringup`: nodes in the cluster.
+    /// `scheduler`, `bringup`, `simulate`: nodes in the cluster.
     #[arg(long, default_value_t = 5_000)]
     pub nodes: usize,
     /// `scheduler`: give pods a preferred pod anti-affinity and a zone
@@ -42,6 +42,9 @@ pub struct BenchArgs {
     /// replicas (controllers and scheduler together) instead of directly.
     #[arg(long)]
     pub deployment: bool,
+    /// `simulate`: jobs in the synthetic trace.
+    #[arg(long, default_value_t = 100_000)]
+    pub jobs: usize,
     /// `bringup`: seconds to hold the cluster with its pods running,
     /// measuring CPU and memory.
     #[arg(long, default_value_t = 0)]
@@ -58,7 +61,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         "scheduler" => super::bench_scheduler::run(&args),
         "bringup" => super::bench_bringup::run(&args),
-        other => bail!("unknown benchmark {other:?}: available: api, scheduler, bringup"),
+        "simulate" => super::bench_simulate::run(&args),
+        other => bail!("unknown benchmark {other:?}: available: api, scheduler, bringup, simulate"),
     }
 }
 
