@@ -144,44 +144,29 @@ fn batsim_delays_and_swf_trace() {
     assert_eq!(get(&s, "nb_jobs_finished"), 39.0);
 }
 
+/// Runs `kubesim simulate` expecting failure; its stderr.
+fn simulate_fails(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
+        .arg("simulate")
+        .args(args)
+        .arg("--out")
+        .arg(out_dir("bad"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "simulate {args:?} should fail");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    err
+}
+
 #[test]
 fn bad_inputs_get_one_clear_line() {
-    let dir = out_dir("bad");
-    let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-        .args([
-            "simulate",
-            "--workload",
-            "/nonexistent.json",
-            "--nodes",
-            "1",
-            "--out",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = simulate_fails(&["--workload", "/nonexistent.json", "--nodes", "1"]);
     assert!(err.contains("cannot read /nonexistent.json"), "{err}");
-    let wl = shared("workloads/batsim/test_long_workload.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-        .args([
-            "simulate",
-            "--workload",
-            wl.to_str().unwrap(),
-            "--nodes",
-            "1",
-            "--out",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("only delay profiles"), "{err}");
-    let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-        .args(["simulate", "--workload", wl.to_str().unwrap(), "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--cluster FILE or --nodes N"));
+    let wl = shared("workloads/batsim/test_delays.json");
+    let wl = wl.to_str().unwrap();
+    let err = simulate_fails(&["--workload", wl, "--nodes", "1", "--node-cpu", "lots"]);
+    assert!(err.contains("lots"), "{err}");
+    let err = simulate_fails(&["--workload", wl]);
+    assert!(err.contains("--cluster FILE or --nodes N"), "{err}");
 }

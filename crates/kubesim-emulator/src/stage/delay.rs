@@ -117,3 +117,34 @@ mod tests {
         assert_eq!(ms(&past), 0);
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    proptest! {
+        /// Whatever the duration and jitter, the delay lies in kwok's
+        /// range: the jitter itself when it is not above the duration,
+        /// else [duration, jitter).
+        #[test]
+        fn delay_within_kwoks_range(d in 0i64..1_000_000, j in proptest::option::of(0i64..2_000_000), seed in any::<u64>()) {
+            let mut spec = json!({"durationMilliseconds": d});
+            if let Some(j) = j {
+                spec["jitterDurationMilliseconds"] = json!(j);
+            }
+            let stage = super::super::spec::Stage::from_object(&json!({
+                "metadata": {"name": "s"},
+                "spec": {"resourceRef": {"kind": "Pod"}, "selector": {}, "delay": spec}})).unwrap();
+            let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+            let obj = json!({});
+            let got = stage.delay.compute(&Input::new(&obj), now, &kubesim_runtime::Rng::seeded(seed)).as_millis() as i64;
+            match j {
+                None => prop_assert_eq!(got, d),
+                Some(j) if j <= d => prop_assert_eq!(got, j),
+                Some(j) => prop_assert!(got >= d && got < j, "{} not in [{}, {})", got, d, j),
+            }
+        }
+    }
+}

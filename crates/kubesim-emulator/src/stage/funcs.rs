@@ -12,8 +12,9 @@ use crate::gotpl::Funcs;
 use crate::nodes::cidr::Net;
 use crate::nodes::fnv1a;
 
-/// Where pods of a node without a podCIDR get their addresses.
-const FALLBACK_POD_CIDR: &str = "10.0.0.0/16";
+/// Where pods of a node without a podCIDR get their addresses: the shared
+/// address space (4M addresses), clear of the pod CIDRs kubesim hands out.
+const FALLBACK_POD_CIDR: &str = "100.64.0.0/10";
 /// Where a node without an InternalIP gets one, by a hash of its name.
 const FALLBACK_NODE_NET: &str = "172.16.0.0/12";
 /// The port every emulated kubelet claims to listen on.

@@ -45,6 +45,9 @@ impl IpPools {
             return None;
         }
         let span = usable - FIRST_HOST;
+        if pool.used.len() as u64 >= span {
+            return None;
+        }
         let start = pool.next.max(FIRST_HOST);
         let off = (0..span)
             .map(|i| FIRST_HOST + (start - FIRST_HOST + i) % span)

@@ -203,3 +203,34 @@ mod tests {
         assert!((800..1200).contains(&a), "{a} of 2000");
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    proptest! {
+        /// A stage of weight 0 is never drawn while another has a positive
+        /// weight, and the same seed always draws the same stage.
+        #[test]
+        fn zero_weights_lose_and_seeds_repeat(weights in proptest::collection::vec(0i64..5, 2..6), seed in any::<u64>()) {
+            let stages: Vec<Arc<Stage>> = weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| Arc::new(Stage::from_object(&json!({"metadata": {"name": i.to_string()},
+                    "spec": {"resourceRef": {"kind": "Pod"}, "selector": {}, "weight": w}})).unwrap()))
+                .collect();
+            let obj = json!({});
+            let input = Input::new(&obj);
+            let a = choose(&stages, &obj, &input, &kubesim_runtime::Rng::seeded(seed)).unwrap().name.clone();
+            let b = choose(&stages, &obj, &input, &kubesim_runtime::Rng::seeded(seed)).unwrap().name.clone();
+            prop_assert_eq!(&a, &b);
+            let w = weights[a.parse::<usize>().unwrap()];
+            if weights.iter().any(|w| *w > 0) {
+                prop_assert!(w > 0);
+            }
+        }
+    }
+}

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{cpu_millis, memory_bytes, ReadOptions};
+use super::{cpu_millis, memory_bytes, ReadOptions, Skipped};
 use crate::engine::SimJob;
 
 #[derive(Deserialize)]
@@ -34,9 +34,16 @@ fn one() -> u32 {
 }
 
 /// Reads a Batsim workload; `workload` names it in the outputs (`w0`).
-pub fn read(text: &str, workload: &str, opts: &ReadOptions) -> Result<Vec<SimJob>, String> {
+/// Jobs whose profile cannot run as a pod are counted in `Skipped` by
+/// profile type, not dropped silently.
+pub fn read(
+    text: &str,
+    workload: &str,
+    opts: &ReadOptions,
+) -> Result<(Vec<SimJob>, Skipped), String> {
     let f: File = serde_json::from_str(text).map_err(|e| format!("not a Batsim workload: {e}"))?;
     let mut jobs = Vec::with_capacity(f.jobs.len());
+    let mut skipped = Skipped::default();
     for j in f.jobs {
         let id = match &j.id {
             Value::String(s) => s.clone(),
@@ -49,10 +56,8 @@ pub fn read(text: &str, workload: &str, opts: &ReadOptions) -> Result<Vec<SimJob
             .ok_or_else(|| format!("job {id}: no profile {:?}", j.profile))?;
         let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
         if !matches!(kind, "delay" | "DelayProfile") {
-            return Err(format!(
-                "job {id}: profile {:?} is of type {kind:?}; only delay profiles (delay, DelayProfile) can run as pods",
-                j.profile
-            ));
+            *skipped.unsupported.entry(kind.to_string()).or_default() += 1;
+            continue;
         }
         let delay = p
             .get("delay")
@@ -86,7 +91,7 @@ pub fn read(text: &str, workload: &str, opts: &ReadOptions) -> Result<Vec<SimJob
             manifest: None,
         });
     }
-    Ok(jobs)
+    Ok((jobs, skipped))
 }
 
 #[cfg(test)]
@@ -100,7 +105,7 @@ mod tests {
             {"id": 2, "subtime": 3.5, "res": 2, "profile": "e"}],
           "profiles": {"d": {"type": "delay", "delay": 10, "cpu": "1500m", "memory": "1Gi", "scheduler": "default"},
                        "e": {"type": "delay", "delay": 20, "cpu": 3.516}}}"#;
-        let jobs = read(v4, "w0", &ReadOptions::default()).unwrap();
+        let (jobs, _) = read(v4, "w0", &ReadOptions::default()).unwrap();
         assert_eq!(jobs[0].cpu_millis, 1500);
         assert_eq!(jobs[0].memory_bytes, 1 << 30);
         assert_eq!(jobs[0].walltime, Some(100.0));
@@ -112,7 +117,7 @@ mod tests {
         assert_eq!(jobs[1].cpu_millis, 3516);
         let v5 = r#"{"jobs": [{"id": 0, "subtime": 0, "res": 4, "profile": "p"}],
                     "profiles": {"p": {"type": "DelayProfile", "delay": 5}}}"#;
-        let jobs = read(v5, "w1", &ReadOptions::default()).unwrap();
+        let (jobs, _) = read(v5, "w1", &ReadOptions::default()).unwrap();
         // No cpu in the profile: one core per requested resource.
         assert_eq!(
             (
@@ -126,11 +131,13 @@ mod tests {
 
     #[test]
     fn unsupported_and_broken_inputs_say_why() {
-        let par = r#"{"jobs": [{"id": 0, "subtime": 0, "res": 4, "profile": "p"}],
-                     "profiles": {"p": {"type": "ParallelTaskProfile", "cpu": [1], "com": [1]}}}"#;
-        assert!(read(par, "w0", &ReadOptions::default())
-            .unwrap_err()
-            .contains("ParallelTaskProfile"));
+        let par = r#"{"jobs": [{"id": 0, "subtime": 0, "res": 4, "profile": "p"},
+                              {"id": 1, "subtime": 0, "res": 1, "profile": "d"}],
+                     "profiles": {"p": {"type": "ParallelTaskProfile", "cpu": [1], "com": [1]},
+                                  "d": {"type": "delay", "delay": 1}}}"#;
+        let (jobs, skipped) = read(par, "w0", &ReadOptions::default()).unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(skipped.unsupported.get("ParallelTaskProfile"), Some(&1));
         let missing =
             r#"{"jobs": [{"id": 0, "subtime": 0, "res": 1, "profile": "x"}], "profiles": {}}"#;
         assert!(read(missing, "w0", &ReadOptions::default())

@@ -104,9 +104,7 @@ pub fn read_file(
     let text = read_text(path)?;
     let at = |e: String| format!("{}: {e}", path.display());
     match detect(path, &text) {
-        Format::Batsim => batsim::read(&text, name, opts)
-            .map(|j| (j, Skipped::default()))
-            .map_err(at),
+        Format::Batsim => batsim::read(&text, name, opts).map_err(at),
         Format::Swf => swf::read(&text, name, opts).map_err(at),
         Format::Manifests => manifests::read(&text, name)
             .map(|j| (j, Skipped::default()))

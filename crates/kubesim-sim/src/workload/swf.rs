@@ -15,11 +15,13 @@ pub struct SwfOptions {
     pub normalise_to: Option<u32>,
 }
 
-/// What reading a trace skipped, for the user to see.
+/// What reading a workload skipped, for the user to see.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Skipped {
     /// Jobs with an unknown or zero run time or processor count.
     pub unknown: usize,
+    /// Jobs whose profile type cannot run as a pod, by type.
+    pub unsupported: std::collections::BTreeMap<String, usize>,
 }
 
 fn field(fields: &[&str], i: usize) -> Option<f64> {

@@ -41,7 +41,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         scheduler: Default::default(),
         seed: 1,
         until: None,
-        epoch: "2026-01-01T00:00:00Z".parse().expect("a valid constant time"),
+        epoch: "2026-01-01T00:00:00Z"
+            .parse()
+            .expect("a valid constant time"),
         progress: None,
     };
     let wall = Clock::wall();

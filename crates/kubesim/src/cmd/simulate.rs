@@ -102,6 +102,12 @@ fn read_jobs(args: &SimulateArgs) -> anyhow::Result<Vec<SimJob>> {
                 skipped.unknown
             );
         }
+        for (kind, n) in &skipped.unsupported {
+            eprintln!(
+                "{}: skipped {n} jobs of profile type {kind}: only delay profiles run as pods",
+                path.display()
+            );
+        }
         jobs.append(&mut js);
     }
     if jobs.is_empty() {
