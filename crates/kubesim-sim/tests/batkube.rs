@@ -34,6 +34,7 @@ fn run(workload: &str, platform: &str) -> (Run, Vec<u64>) {
         until: None,
         epoch: "2026-01-01T00:00:00Z".parse().unwrap(),
         progress: None,
+        stages: None,
     };
     (simulate(setup, jobs).unwrap(), cpus)
 }

@@ -33,6 +33,7 @@ fn setup(nodes: Vec<Value>) -> Setup {
         until: None,
         epoch: "2026-01-01T00:00:00Z".parse().unwrap(),
         progress: None,
+        stages: None,
     }
 }
 

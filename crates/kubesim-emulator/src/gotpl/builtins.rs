@@ -455,9 +455,9 @@ mod tests {
         assert_eq!(
             sprintf(
                 "%q %5.2f|%-4s|%03d %%",
-                &[json!("x"), json!(3.14159), json!("ab"), json!(7)]
+                &[json!("x"), json!(1.23456), json!("ab"), json!(7)]
             ),
-            "\"x\"  3.14|ab  |007 %"
+            "\"x\"  1.23|ab  |007 %"
         );
         assert_eq!(sprintf("%x %d", &[json!(255)]), "ff %!d(MISSING)");
         assert_eq!(sprintf("%d", &[json!(1), json!(2)]), "1%!(EXTRA int=2)");

@@ -56,7 +56,14 @@ pub struct Setup {
     pub epoch: Timestamp,
     /// Called with (jobs finished, jobs in all) as the run goes.
     pub progress: Option<Box<dyn Fn(usize, usize) + Send + Sync>>,
+    /// Stages for the emulated kubelets (e.g. kwok's general pod stages,
+    /// for realistic start-up delays), to which `pod-run-duration` is
+    /// added; None: kubesim's built-in set.
+    pub stages: Option<Vec<Value>>,
 }
+
+/// Completes pods after their run duration, whatever other stages say.
+const RUN_DURATION_STAGE: &str = include_str!("../../stages/pod-run-duration.yaml");
 
 /// What came of a run.
 #[derive(Debug, Clone)]
@@ -118,10 +125,30 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     ));
     // A batch simulation spans months: no leases or heartbeats (nodes do
     // not fail unless told to), no usage metrics.
-    let stages: Vec<Value> = kubesim_emulator::stage::default_stage_objects()
-        .into_iter()
-        .filter(|s| s["metadata"]["name"] != "node-heartbeat-with-lease")
-        .collect();
+    let stages: Vec<Value> = match setup.stages {
+        None => kubesim_emulator::stage::default_stage_objects()
+            .into_iter()
+            .filter(|s| s["metadata"]["name"] != "node-heartbeat-with-lease")
+            .collect(),
+        Some(mut given) => {
+            given.extend(
+                kubesim_emulator::stage::stage_objects_from_yaml(RUN_DURATION_STAGE)
+                    .map_err(|e| anyhow::anyhow!(e))?,
+            );
+            // Nodes still need to become Ready.
+            if !given
+                .iter()
+                .any(|s| s["spec"]["resourceRef"]["kind"] == "Node")
+            {
+                given.extend(
+                    kubesim_emulator::stage::default_stage_objects()
+                        .into_iter()
+                        .filter(|s| s["metadata"]["name"] == "node-initialize"),
+                );
+            }
+            given
+        }
+    };
     tasks.spawn(kubesim_emulator::run(
         api("kubesim-emulator"),
         clock.clone(),

@@ -135,68 +135,6 @@ impl Fits {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn job(id: &str) -> SimJob {
-        SimJob {
-            id: id.into(),
-            workload: "w0".into(),
-            profile: "delay".into(),
-            submit: 0.0,
-            res: 1,
-            walltime: Some(100.0),
-            run_time: 170.5,
-            cpu_millis: 1000,
-            memory_bytes: 0,
-            scheduler: Some("default".into()),
-            manifest: None,
-        }
-    }
-
-    #[test]
-    fn pods_run_for_the_shorter_of_run_time_and_walltime() {
-        let p = pod(&job("1"), 0, "w0-1");
-        assert_eq!(
-            p["metadata"]["annotations"]["kubesim.io/run-duration"],
-            "100000ms"
-        );
-        assert_eq!(
-            p["spec"]["containers"][0]["resources"]["limits"]["cpu"],
-            "1000m"
-        );
-        assert!(p["spec"]["schedulerName"].is_null());
-        let mut long = job("2");
-        long.walltime = None;
-        let p = pod(&long, 1, "w0-2");
-        assert_eq!(
-            p["metadata"]["annotations"]["kubesim.io/run-duration"],
-            "170500ms"
-        );
-    }
-
-    #[test]
-    fn names_are_valid_and_unique() {
-        let jobs = vec![job("A!1"), job("a!1"), job("_")];
-        assert_eq!(unique_names(&jobs), ["w0-a-1", "w0-a-1-1", "w0"]);
-    }
-
-    #[test]
-    fn fitting_uses_allocatable() {
-        let n = json!({"status": {"allocatable": {"cpu": "2", "memory": "1Gi"}}});
-        let f = Fits::new(&[n.clone()]);
-        assert_eq!(node_cpu_millis(&n), 2000);
-        assert!(f.fits(&job("1")));
-        let mut big = job("2");
-        big.cpu_millis = 3000;
-        assert!(!f.fits(&big));
-        big.cpu_millis = 1000;
-        big.memory_bytes = 2 << 30;
-        assert!(!f.fits(&big));
-    }
-}
-
 /// A manifest ready to create: where, and whether its pods are followed
 /// (Pods and Jobs are; other kinds are only created).
 pub struct Prepared {
@@ -254,4 +192,66 @@ pub fn manifest(
         object: obj,
         followed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str) -> SimJob {
+        SimJob {
+            id: id.into(),
+            workload: "w0".into(),
+            profile: "delay".into(),
+            submit: 0.0,
+            res: 1,
+            walltime: Some(100.0),
+            run_time: 170.5,
+            cpu_millis: 1000,
+            memory_bytes: 0,
+            scheduler: Some("default".into()),
+            manifest: None,
+        }
+    }
+
+    #[test]
+    fn pods_run_for_the_shorter_of_run_time_and_walltime() {
+        let p = pod(&job("1"), 0, "w0-1");
+        assert_eq!(
+            p["metadata"]["annotations"]["kubesim.io/run-duration"],
+            "100000ms"
+        );
+        assert_eq!(
+            p["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+            "1000m"
+        );
+        assert!(p["spec"]["schedulerName"].is_null());
+        let mut long = job("2");
+        long.walltime = None;
+        let p = pod(&long, 1, "w0-2");
+        assert_eq!(
+            p["metadata"]["annotations"]["kubesim.io/run-duration"],
+            "170500ms"
+        );
+    }
+
+    #[test]
+    fn names_are_valid_and_unique() {
+        let jobs = vec![job("A!1"), job("a!1"), job("_")];
+        assert_eq!(unique_names(&jobs), ["w0-a-1", "w0-a-1-1", "w0"]);
+    }
+
+    #[test]
+    fn fitting_uses_allocatable() {
+        let n = json!({"status": {"allocatable": {"cpu": "2", "memory": "1Gi"}}});
+        let f = Fits::new(std::slice::from_ref(&n));
+        assert_eq!(node_cpu_millis(&n), 2000);
+        assert!(f.fits(&job("1")));
+        let mut big = job("2");
+        big.cpu_millis = 3000;
+        assert!(!f.fits(&big));
+        big.cpu_millis = 1000;
+        big.memory_bytes = 2 << 30;
+        assert!(!f.fits(&big));
+    }
 }

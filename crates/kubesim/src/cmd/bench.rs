@@ -80,11 +80,17 @@ impl Drop for Child {
 }
 
 pub(crate) fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+    status_kib(&pid.to_string(), "VmRSS:")
+}
+
+/// A memory figure (`VmRSS:`, `VmHWM:` for the peak) of a process from
+/// `/proc` (`proc` is a pid or `self`), in KiB; 0 where there is none.
+pub(crate) fn status_kib(proc: &str, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{proc}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
         })
         .unwrap_or(0)

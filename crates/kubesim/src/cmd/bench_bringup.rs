@@ -49,17 +49,17 @@ fn pod(i: usize, nodes: usize) -> Bytes {
     Bytes::from(v.to_string())
 }
 
-/// Follows a watch on `path` until `done` says the set of names it keeps
-/// (those for which `counts` holds; deleted objects leave it) is complete.
-async fn watch_until(
+async fn open_watch(
     port: u16,
     path: &str,
-    counts: impl Fn(&Value) -> bool + Send + 'static,
-    done: impl Fn(usize) -> bool + Send + 'static,
-) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    rv: &str,
+) -> anyhow::Result<(
+    hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    hyper::Response<hyper::body::Incoming>,
+)> {
     let mut c = connect(port).await?;
     let req = hyper::Request::builder()
-        .uri(path)
+        .uri(format!("{path}?watch=true&resourceVersion={rv}"))
         .header("host", "localhost")
         .body(Full::new(Bytes::new()))?;
     c.ready().await?;
@@ -67,37 +67,74 @@ async fn watch_until(
     if resp.status() != 200 {
         bail!("watch {path} answered {}", resp.status());
     }
+    Ok((c, resp))
+}
+
+/// Follows a watch on `path` from `rv`, handing every event (type and
+/// object) to `seen` until it says the wait is over. A watch the server
+/// ends (a watcher too slow for the write rate is dropped, as upstream
+/// drops it) is resumed from the last resourceVersion seen.
+async fn follow(
+    port: u16,
+    path: &str,
+    rv: String,
+    mut seen: impl FnMut(&str, &Value) -> bool + Send + 'static,
+) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    let first = open_watch(port, path, &rv).await?;
+    let path = path.to_string();
     Ok(tokio::spawn(async move {
-        let _keep = c;
-        let mut body = BodyStream::new(resp.into_body());
-        let mut buf = Vec::new();
-        let mut names = BTreeSet::new();
-        if done(0) {
-            return Ok(());
-        }
-        while let Some(frame) = body.next().await {
-            let frame = frame?;
-            let Some(data) = frame.data_ref() else {
-                continue;
+        let mut rv = rv;
+        let mut next = Some(first);
+        for _ in 0..100 {
+            let (c, resp) = match next.take() {
+                Some(w) => w,
+                None => open_watch(port, &path, &rv).await?,
             };
-            buf.extend_from_slice(data);
-            while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=nl).collect();
-                let ev: Value = serde_json::from_slice(&line).context("bad watch event")?;
-                let obj = &ev["object"];
-                let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
-                if ev["type"] == "DELETED" || !counts(obj) {
-                    names.remove(&name);
-                } else if ev["type"] == "ADDED" || ev["type"] == "MODIFIED" {
-                    names.insert(name);
-                }
-                if done(names.len()) {
-                    return Ok(());
+            let _keep = c;
+            let mut body = BodyStream::new(resp.into_body());
+            let mut buf = Vec::new();
+            while let Some(frame) = body.next().await {
+                let frame = frame?;
+                let Some(data) = frame.data_ref() else {
+                    continue;
+                };
+                buf.extend_from_slice(data);
+                while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=nl).collect();
+                    let ev: Value = serde_json::from_slice(&line).context("bad watch event")?;
+                    let obj = &ev["object"];
+                    if let Some(v) = obj["metadata"]["resourceVersion"].as_str() {
+                        rv = v.to_string();
+                    }
+                    if seen(ev["type"].as_str().unwrap_or(""), obj) {
+                        return Ok(());
+                    }
                 }
             }
         }
-        bail!("watch {} ended early", "stream")
+        bail!("watch {path} kept ending")
     }))
+}
+
+/// Waits until `n` objects of `path` (watched from `rv`) satisfy `counts`.
+async fn watch_until(
+    port: u16,
+    path: &str,
+    rv: String,
+    counts: impl Fn(&Value) -> bool + Send + 'static,
+    n: usize,
+) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    let mut names = BTreeSet::new();
+    follow(port, path, rv, move |kind, obj| {
+        let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+        if kind == "DELETED" || !counts(obj) {
+            names.remove(&name);
+        } else if kind == "ADDED" || kind == "MODIFIED" {
+            names.insert(name);
+        }
+        names.len() >= n
+    })
+    .await
 }
 
 fn ready(node: &Value) -> bool {
@@ -133,13 +170,7 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     // Nodes Ready.
     let rv = list_rv(port, "/api/v1/nodes").await?;
     let started = clock.instant();
-    let waiter = watch_until(
-        port,
-        &format!("/api/v1/nodes?watch=true&resourceVersion={rv}"),
-        ready,
-        move |n| n >= n_nodes,
-    )
-    .await?;
+    let waiter = watch_until(port, "/api/v1/nodes", rv, ready, n_nodes).await?;
     let make: Arc<MakeRequest> = Arc::new(|i| ("POST", "/api/v1/nodes".into(), Some(node(i)), 201));
     drive(&clock, port, args.clients, n_nodes, make).await?;
     waiter.await??;
@@ -154,9 +185,10 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     let started = clock.instant();
     let waiter = watch_until(
         port,
-        &format!("/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"),
+        "/api/v1/namespaces/default/pods",
+        rv,
         |p| p["status"]["phase"] == "Running",
-        move |n| n >= n_pods,
+        n_pods,
     )
     .await?;
     let nn = n_nodes;
@@ -196,38 +228,15 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     let started = clock.instant();
     let remaining = Arc::new(std::sync::atomic::AtomicUsize::new(n_pods));
     let r = remaining.clone();
-    let waiter = {
-        let mut c = connect(port).await?;
-        let req = hyper::Request::builder()
-            .uri(format!(
-                "/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"
-            ))
-            .header("host", "localhost")
-            .body(Full::new(Bytes::new()))?;
-        c.ready().await?;
-        let resp = c.send_request(req).await?;
-        tokio::spawn(async move {
-            let _keep = c;
-            let mut body = BodyStream::new(resp.into_body());
-            let mut buf = Vec::new();
-            while let Some(frame) = body.next().await {
-                let frame = frame?;
-                let Some(data) = frame.data_ref() else {
-                    continue;
-                };
-                buf.extend_from_slice(data);
-                while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
-                    let line: Vec<u8> = buf.drain(..=nl).collect();
-                    if line.windows(16).any(|w| w == b"\"type\":\"DELETED\"")
-                        && r.fetch_sub(1, std::sync::atomic::Ordering::Relaxed) == 1
-                    {
-                        return Ok::<_, anyhow::Error>(());
-                    }
-                }
-            }
-            bail!("pod watch ended early")
-        })
-    };
+    let waiter = follow(
+        port,
+        "/api/v1/namespaces/default/pods",
+        rv,
+        move |kind, _| {
+            kind == "DELETED" && r.fetch_sub(1, std::sync::atomic::Ordering::Relaxed) == 1
+        },
+    )
+    .await?;
     let make: Arc<MakeRequest> = Arc::new(|i| {
         (
             "DELETE",

@@ -5,7 +5,7 @@ use kubesim_runtime::{Clock, Rng};
 use kubesim_sim::engine::{simulate, Setup, SimJob};
 use kubesim_sim::{cluster, output::summary::Summary};
 
-use super::bench::{cpu_seconds, BenchArgs};
+use super::bench::{cpu_seconds, status_kib, BenchArgs};
 
 /// A trace with a steady load: arrivals every 1–20 s, runs of 1 minute to
 /// 2 hours, 1–4 cpus each, all drawn from the seeded generator.
@@ -45,6 +45,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             .parse()
             .expect("a valid constant time"),
         progress: None,
+        stages: None,
     };
     let wall = Clock::wall();
     let (t0, cpu0) = (wall.instant(), cpu_seconds("self"));
@@ -62,11 +63,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         args.jobs as f64 / secs.max(1e-9)
     );
     println!(
-        "  makespan {:.0} s, mean waiting {:.1} s, utilisation {:.1} %, {} finished",
+        "  makespan {:.0} s, mean waiting {:.1} s, utilisation {:.1} %, {} finished, peak RSS {} MiB",
         s.makespan,
         s.mean_waiting,
         s.utilisation * 100.0,
-        s.nb_finished
+        s.nb_finished,
+        status_kib("self", "VmHWM:") / 1024
     );
     Ok(())
 }

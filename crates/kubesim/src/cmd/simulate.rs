@@ -57,6 +57,11 @@ pub struct SimulateArgs {
     /// SWF: scale processors so the trace's MaxProcs becomes this many.
     #[arg(long)]
     pub swf_normalise: Option<u32>,
+    /// kwok Stage files for the emulated kubelets instead of the built-in
+    /// set (e.g. kwok's general pod stages, for realistic start-up
+    /// delays); jobs still finish after their run time. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub stages: Vec<PathBuf>,
 }
 
 fn read_cluster(args: &SimulateArgs) -> anyhow::Result<Vec<serde_json::Value>> {
@@ -141,6 +146,22 @@ fn progress_bar() -> Box<dyn Fn(usize, usize) + Send + Sync> {
     })
 }
 
+fn read_stages(paths: &[PathBuf]) -> anyhow::Result<Option<Vec<serde_json::Value>>> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let mut all = Vec::new();
+    for p in paths {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        all.extend(
+            kubesim_emulator::stage::stage_objects_from_yaml(&text)
+                .map_err(|e| anyhow::anyhow!("bad --stages {}: {e}", p.display()))?,
+        );
+    }
+    Ok(Some(all))
+}
+
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let nodes = read_cluster(&args)?;
     let jobs = read_jobs(&args)?;
@@ -165,6 +186,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             .parse()
             .expect("a valid constant time"),
         progress: std::io::stderr().is_terminal().then(progress_bar),
+        stages: read_stages(&args.stages)?,
     };
     let n_jobs = jobs.len();
     let wall = Clock::wall();
