@@ -27,15 +27,7 @@ fn run(workload: &str, platform: &str) -> (Run, Vec<u64>) {
             kubesim_sim::workload::cpu_millis(&serde_json::json!(q)).unwrap()
         })
         .collect();
-    let setup = Setup {
-        nodes,
-        scheduler: Default::default(),
-        seed: 1,
-        until: None,
-        epoch: "2026-01-01T00:00:00Z".parse().unwrap(),
-        progress: None,
-        stages: None,
-    };
+    let setup = Setup::new(nodes);
     (simulate(setup, jobs).unwrap(), cpus)
 }
 

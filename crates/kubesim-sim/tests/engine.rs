@@ -26,15 +26,7 @@ fn job(id: &str, submit: f64, run: f64, cpu: u64) -> SimJob {
 }
 
 fn setup(nodes: Vec<Value>) -> Setup {
-    Setup {
-        nodes,
-        scheduler: Default::default(),
-        seed: 1,
-        until: None,
-        epoch: "2026-01-01T00:00:00Z".parse().unwrap(),
-        progress: None,
-        stages: None,
-    }
+    Setup::new(nodes)
 }
 
 fn times(run: &Run) -> Vec<(Option<f64>, Option<f64>, FinalState)> {

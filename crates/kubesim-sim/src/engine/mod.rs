@@ -62,6 +62,23 @@ pub struct Setup {
     pub stages: Option<Vec<Value>>,
 }
 
+impl Setup {
+    /// `nodes` with the default scheduler, seed 1, no time limit, no
+    /// progress reports and the built-in stages, starting at
+    /// 2026-01-01T00:00:00Z.
+    pub fn new(nodes: Vec<Value>) -> Setup {
+        Setup {
+            nodes,
+            scheduler: Default::default(),
+            seed: 1,
+            until: None,
+            epoch: Timestamp::constant(1_767_225_600, 0),
+            progress: None,
+            stages: None,
+        }
+    }
+}
+
 /// Completes pods after their run duration, whatever other stages say.
 const RUN_DURATION_STAGE: &str = include_str!("../../stages/pod-run-duration.yaml");
 

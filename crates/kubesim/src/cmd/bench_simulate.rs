@@ -36,17 +36,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let nodes = cluster::nodes(
         &cluster::uniform(args.nodes as u32, "16", "64Gi").map_err(|e| anyhow::anyhow!(e))?,
     );
-    let setup = Setup {
-        nodes,
-        scheduler: Default::default(),
-        seed: 1,
-        until: None,
-        epoch: "2026-01-01T00:00:00Z"
-            .parse()
-            .expect("a valid constant time"),
-        progress: None,
-        stages: None,
-    };
+    let setup = Setup::new(nodes);
     let wall = Clock::wall();
     let (t0, cpu0) = (wall.instant(), cpu_seconds("self"));
     let run = simulate(setup, jobs)?;
