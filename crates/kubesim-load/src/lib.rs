@@ -1,0 +1,19 @@
+//! A ClusterLoader2-compatible load-test runner: test configs rendered as
+//! Go templates with ClusterLoader2's functions, steps of declarative
+//! phases paced by tuning sets, measurements checked against the
+//! Kubernetes SLOs, and ClusterLoader2's report files.
+//!
+//! The runner reaches the cluster only through a [`Cluster`] (the `Api`
+//! plus discovery and `/metrics`), so it drives kubesim and a real API
+//! server alike, and reads time only through the `Clock`, so its pacing
+//! can be checked in simulated time.
+
+pub mod cluster;
+pub mod config;
+pub mod measurement;
+pub mod objects;
+pub mod params;
+pub mod report;
+pub mod template;
+
+pub use cluster::Cluster;

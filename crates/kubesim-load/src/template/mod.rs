@@ -1,0 +1,72 @@
+//! Rendering of test configs, modules and object templates: Go templates
+//! with ClusterLoader2's functions over a mapping of parameters.
+
+mod funcs;
+mod mapping;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kubesim_emulator::gotpl::Template;
+use kubesim_runtime::Rng;
+use parking_lot::Mutex;
+use serde_json::{Map, Value};
+
+pub use funcs::{yaml_quote, Cl2Funcs};
+pub use mapping::{build_mapping, parse_env_value, MappingError};
+
+/// Parses and renders template files, each parsed once.
+pub struct Renderer {
+    funcs: Cl2Funcs,
+    cache: Mutex<BTreeMap<PathBuf, Arc<Template>>>,
+}
+
+impl Renderer {
+    /// `base_dir`: where `IncludeFile` paths start.
+    pub fn new(rng: Rng, base_dir: &Path) -> Self {
+        Renderer {
+            funcs: Cl2Funcs {
+                rng,
+                base_dir: base_dir.to_path_buf(),
+            },
+            cache: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The parsed template of `path`; errors name the file.
+    pub fn load(&self, path: &Path) -> Result<Arc<Template>, String> {
+        if let Some(t) = self.cache.lock().get(path) {
+            return Ok(t.clone());
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let t = Arc::new(
+            Template::parse(&text).map_err(|e| format!("{}: {}", path.display(), e.0))?,
+        );
+        self.cache.lock().insert(path.to_path_buf(), t.clone());
+        Ok(t)
+    }
+
+    /// Renders `path` with `mapping` as `.`.
+    pub fn render_file(&self, path: &Path, mapping: &Map<String, Value>) -> Result<String, String> {
+        let t = self.load(path)?;
+        self.render(&t, mapping)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn render(&self, t: &Template, mapping: &Map<String, Value>) -> Result<String, String> {
+        // The mapping is cloned into a Value because templates evaluate
+        // over values; mappings are small (parameters, not objects).
+        t.render(&Value::Object(mapping.clone()), &self.funcs)
+            .map_err(|e| e.0)
+    }
+
+    pub fn render_str(&self, src: &str, mapping: &Map<String, Value>) -> Result<String, String> {
+        let t = Template::parse(src).map_err(|e| e.0)?;
+        self.render(&t, mapping)
+    }
+}
+
+#[cfg(test)]
+mod tests;
