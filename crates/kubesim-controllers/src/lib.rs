@@ -22,6 +22,7 @@ pub mod nodelifecycle;
 pub mod ownership;
 pub mod pdb;
 pub mod pods;
+pub mod replica_kind;
 pub mod replicaset;
 pub mod serviceaccount;
 pub mod statefulset;
@@ -92,7 +93,9 @@ pub async fn run_with(
     let cronjobs = cronjob::CronJobController::new(ctx.clone());
     let hpas = hpa::HpaController::new(ctx.clone());
     let pdbs = pdb::PdbController::new(ctx.clone());
-    let replicasets = replicaset::ReplicaSetController::new(ctx.clone());
+    let replicasets = replicaset::ReplicaController::new(ctx.clone(), &replica_kind::REPLICA_SET);
+    let replication_controllers =
+        replicaset::ReplicaController::new(ctx.clone(), &replica_kind::REPLICATION_CONTROLLER);
     let deployments = deployment::DeploymentController::new(ctx.clone());
     let statefulsets = statefulset::StatefulSetController::new(ctx.clone());
     let daemonsets = daemonset::DaemonSetController::new(ctx.clone());
@@ -117,6 +120,7 @@ pub async fn run_with(
         hpas.run(),
         pdbs.run(),
         replicasets.run(),
+        replication_controllers.run(),
         deployments.run(),
         statefulsets.run(),
         daemonsets.run(),

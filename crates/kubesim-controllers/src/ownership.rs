@@ -2,8 +2,9 @@
 //! reference and match its selector. It adopts orphans that match (when it
 //! is not being deleted) and releases objects of its own that no longer
 //! match, so a relabelled pod leaves its ReplicaSet and a matching bare pod
-//! joins one.
+//! joins one. Owners write selectors in one of two forms ([`SelectorForm`]).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kubesim_core::selector::LabelSelector;
@@ -143,34 +144,136 @@ pub fn controller_key(
     (meta::uid(&owner) == uid).then(|| kubesim_runtime::ObjectKey::new(ns, name))
 }
 
+/// How an owner writes the selector at `/spec/selector`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectorForm {
+    /// A `metav1.LabelSelector` (`matchLabels`, `matchExpressions`), as the
+    /// apps/v1 and batch/v1 kinds have.
+    LabelSelector,
+    /// A plain map of labels that must all be equal, as core/v1
+    /// ReplicationControllers have.
+    LabelMap,
+}
+
+impl SelectorForm {
+    pub fn read(self, obj: &Value) -> Result<LabelSelector, ApiError> {
+        let v = obj.pointer("/spec/selector").unwrap_or(&Value::Null);
+        match self {
+            SelectorForm::LabelSelector => LabelSelector::from_json(v),
+            SelectorForm::LabelMap => label_map(v),
+        }
+    }
+}
+
+fn label_map(v: &Value) -> Result<LabelSelector, ApiError> {
+    let map = match v {
+        Value::Null => return Ok(LabelSelector::everything()),
+        Value::Object(m) => m,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "selector must be a map of labels, got {other}"
+            )))
+        }
+    };
+    let mut labels = BTreeMap::new();
+    for (k, v) in map {
+        let Some(v) = v.as_str() else {
+            return Err(ApiError::bad_request(format!(
+                "selector[{k}]: value must be a string"
+            )));
+        };
+        labels.insert(k.clone(), v.to_string());
+    }
+    LabelSelector::from_map(&labels)
+}
+
 /// Keys of the objects in `owners` (same namespace as `child`) whose
-/// selector at `selector_path` matches `child`'s labels: who might adopt
-/// an orphan.
+/// selector at `selector_path` (a `metav1.LabelSelector`) matches
+/// `child`'s labels: who might adopt an orphan.
 pub fn matching_owners(
     child: &Value,
     owners: &kubesim_runtime::Cache,
     selector_path: &str,
 ) -> Vec<kubesim_runtime::ObjectKey> {
+    owners_selecting(child, owners, |o| {
+        o.pointer(selector_path)
+            .and_then(|s| LabelSelector::from_json(s).ok())
+    })
+}
+
+/// [`matching_owners`] for owners whose `/spec/selector` has `form`.
+pub fn matching_owners_in(
+    child: &Value,
+    owners: &kubesim_runtime::Cache,
+    form: SelectorForm,
+) -> Vec<kubesim_runtime::ObjectKey> {
+    owners_selecting(child, owners, |o| form.read(o).ok())
+}
+
+fn owners_selecting(
+    child: &Value,
+    owners: &kubesim_runtime::Cache,
+    selector: impl Fn(&Value) -> Option<LabelSelector>,
+) -> Vec<kubesim_runtime::ObjectKey> {
     let labels = meta::labels(child);
     owners
         .list_namespace(meta::namespace(child))
         .into_iter()
-        .filter(|o| {
-            o.pointer(selector_path)
-                .and_then(|s| LabelSelector::from_json(s).ok())
-                .is_some_and(|s| !s.is_empty() && s.matches_map(&labels))
-        })
+        .filter(|o| selector(o).is_some_and(|s| !s.is_empty() && s.matches_map(&labels)))
         .map(|o| kubesim_runtime::ObjectKey::of(&o))
         .collect()
 }
 
-/// The selector at `/spec/selector`; None (with a log line) when invalid.
+/// The `metav1.LabelSelector` at `/spec/selector`; None (with a log line)
+/// when invalid.
 pub fn selector_of(obj: &Value) -> Option<LabelSelector> {
-    match LabelSelector::from_json(obj.pointer("/spec/selector").unwrap_or(&Value::Null)) {
+    selector_in(obj, SelectorForm::LabelSelector)
+}
+
+/// The selector at `/spec/selector` read in `form`; None (with a log line)
+/// when invalid.
+pub fn selector_in(obj: &Value, form: SelectorForm) -> Option<LabelSelector> {
+    match form.read(obj) {
         Ok(s) => Some(s),
         Err(e) => {
             tracing::warn!(object = meta::name(obj), error = %e.message, "invalid selector");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_label_map_selects_by_equality_on_every_key() {
+        let rc = json!({"spec": {"selector": {"app": "web", "tier": "front"}}});
+        let s = selector_in(&rc, SelectorForm::LabelMap).unwrap();
+        assert!(s.matches_map(&labels(&[("app", "web"), ("tier", "front"), ("x", "y")])));
+        assert!(!s.matches_map(&labels(&[("app", "web")])));
+        assert!(!s.matches_map(&labels(&[("app", "web"), ("tier", "back")])));
+    }
+
+    #[test]
+    fn each_form_reads_only_its_own_shape() {
+        let rs = json!({"spec": {"selector": {"matchLabels": {"app": "web"}}}});
+        let s = selector_in(&rs, SelectorForm::LabelSelector).unwrap();
+        assert!(s.matches_map(&labels(&[("app", "web")])));
+        // As a map, `matchLabels` is a label key whose value is not a string.
+        assert!(selector_in(&rs, SelectorForm::LabelMap).is_none());
+        let none = json!({"spec": {}});
+        assert!(selector_in(&none, SelectorForm::LabelMap)
+            .unwrap()
+            .is_empty());
+        let bad = json!({"spec": {"selector": {"app": 1}}});
+        assert!(selector_in(&bad, SelectorForm::LabelMap).is_none());
     }
 }

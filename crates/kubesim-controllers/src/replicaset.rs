@@ -1,6 +1,7 @@
 //! The ReplicaSet controller: keeps `spec.replicas` active pods matching
 //! the selector, creating them from the template (named by the server from
 //! `<rs>-`) or deleting the cheapest surplus, and reports counts in status.
+//! The same loop keeps ReplicationControllers ([`ReplicaKind`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,35 +14,38 @@ use kubesim_runtime::{
 use serde_json::{json, Value};
 
 use crate::expectations::Expectations;
-use crate::ownership::{claim, controller_key, matching_owners, selector_of};
+use crate::ownership::{claim, controller_key, matching_owners, matching_owners_in, selector_in};
 use crate::pods;
+use crate::replica_kind::{ReplicaKind, REPLICA_SET};
 use crate::Context;
 
 /// Most pods created or deleted in one pass, as upstream's burst replicas.
 const BURST: usize = 500;
-/// Workers reconciling ReplicaSets concurrently (never the same one twice).
+/// Workers reconciling objects of one kind concurrently (never the same one twice).
 const WORKERS: usize = 4;
 
 pub fn replicasets() -> ResourceRef {
-    ResourceRef::new("apps", "v1", "replicasets")
+    REPLICA_SET.resource()
 }
 
 pub fn pods_ref() -> ResourceRef {
     ResourceRef::core("pods")
 }
 
-pub struct ReplicaSetController {
+pub struct ReplicaController {
+    kind: &'static ReplicaKind,
     ctx: Arc<Context>,
-    sets: Arc<Informer>,
+    owners: Arc<Informer>,
     pods: Arc<Informer>,
     queue: Arc<WorkQueue<ObjectKey>>,
     exp: Arc<Expectations>,
 }
 
-impl ReplicaSetController {
-    pub fn new(ctx: Arc<Context>) -> Arc<Self> {
-        Arc::new(ReplicaSetController {
-            sets: ctx.informers.get(&replicasets()),
+impl ReplicaController {
+    pub fn new(ctx: Arc<Context>, kind: &'static ReplicaKind) -> Arc<Self> {
+        Arc::new(ReplicaController {
+            kind,
+            owners: ctx.informers.get(&kind.resource()),
             pods: ctx.informers.get(&pods_ref()),
             queue: WorkQueue::new(ctx.clock.clone()),
             exp: Arc::new(Expectations::new(ctx.clock.clone())),
@@ -51,28 +55,36 @@ impl ReplicaSetController {
 
     pub async fn run(self: Arc<Self>) {
         let q = self.queue.clone();
-        self.sets
+        self.owners
             .on_change(move |c| q.add(ObjectKey::of(c.object())));
-        let (q, exp, sets) = (self.queue.clone(), self.exp.clone(), self.sets.cache());
+        let (q, exp, owners) = (self.queue.clone(), self.exp.clone(), self.owners.cache());
+        let kind = self.kind;
         self.pods.on_change(move |c| {
-            on_pod_change(c, "ReplicaSet", &sets, &q, &exp, "/spec/selector");
+            on_pod_change_with(c, kind.kind, &owners, &q, &exp, &|p| {
+                matching_owners_in(p, &owners, kind.selector)
+            });
         });
-        self.sets.wait_synced().await;
+        self.owners.wait_synced().await;
         self.pods.wait_synced().await;
         let me = self.clone();
-        run_workers(self.queue.clone(), WORKERS, "replicaset", move |k| {
-            let me = me.clone();
-            async move { me.sync(k).await }
-        })
+        run_workers(
+            self.queue.clone(),
+            WORKERS,
+            self.kind.controller,
+            move |k| {
+                let me = me.clone();
+                async move { me.sync(k).await }
+            },
+        )
         .await;
     }
 
     async fn sync(&self, key: ObjectKey) -> Result<Requeue, ApiError> {
-        let Some(rs) = self.sets.cache().get(&key.namespace, &key.name) else {
+        let Some(owner) = self.owners.cache().get(&key.namespace, &key.name) else {
             self.exp.forget(&key);
             return Ok(None);
         };
-        let Some(selector) = selector_of(&rs) else {
+        let Some(selector) = selector_in(&owner, self.kind.selector) else {
             return Ok(None);
         };
         let trusted = self.exp.satisfied(&key);
@@ -83,23 +95,28 @@ impl ReplicaSetController {
             .into_iter()
             .filter(|p| pods::is_active(p))
             .collect();
-        let owned = claim(&*self.ctx.api, &pods_ref(), &rs, &selector, active, &|_| {
-            true
-        })
+        let owned = claim(
+            &*self.ctx.api,
+            &pods_ref(),
+            &owner,
+            &selector,
+            active,
+            &|_| true,
+        )
         .await?;
         let mut failure = None;
-        if trusted && !meta::is_deleting(&rs) {
-            if let Err(e) = self.manage(&key, &rs, &owned).await {
+        if trusted && !meta::is_deleting(&owner) {
+            if let Err(e) = self.manage(&key, &owner, &owned).await {
                 failure = Some(e);
             }
         }
         let now = self.ctx.clock.now();
-        let min_ready = rs
+        let min_ready = owner
             .pointer("/spec/minReadySeconds")
             .and_then(Value::as_i64)
             .unwrap_or(0);
-        let status = replica_status(&rs, &owned, min_ready, now, failure.as_ref(), &self.ctx);
-        update_status(&*self.ctx.api, &replicasets(), &rs, status).await?;
+        let status = replica_status(&owner, &owned, min_ready, now, failure.as_ref(), &self.ctx);
+        update_status(&*self.ctx.api, &self.kind.resource(), &owner, status).await?;
         if let Some(e) = failure {
             return Err(e);
         }
@@ -114,10 +131,10 @@ impl ReplicaSetController {
     async fn manage(
         &self,
         key: &ObjectKey,
-        rs: &Value,
+        owner: &Value,
         owned: &[Arc<Value>],
     ) -> Result<(), ApiError> {
-        let want = rs
+        let want = owner
             .pointer("/spec/replicas")
             .and_then(Value::as_i64)
             .unwrap_or(1)
@@ -125,9 +142,12 @@ impl ReplicaSetController {
         let have = owned.len();
         if have < want {
             let n = (want - have).min(BURST);
-            let template = rs.pointer("/spec/template").cloned().unwrap_or(json!({}));
-            let generate = format!("{}-", meta::name(rs));
-            let pod = pods::from_template(&template, rs, &generate, None);
+            let template = owner
+                .pointer("/spec/template")
+                .cloned()
+                .unwrap_or(json!({}));
+            let generate = format!("{}-", meta::name(owner));
+            let pod = pods::from_template(&template, owner, &generate, None);
             self.exp.expect_creations(key, n);
             let created = create_in_batches(&*self.ctx.api, &key.namespace, &pod, n, || {
                 self.exp.creation_observed(key)
@@ -135,7 +155,7 @@ impl ReplicaSetController {
             .await;
             if let Err(e) = created {
                 self.ctx.recorder.record(
-                    rs,
+                    owner,
                     EventType::Warning,
                     "FailedCreate",
                     format!("Error creating: {}", e.message),
@@ -143,7 +163,7 @@ impl ReplicaSetController {
                 return Err(e);
             }
             self.ctx.recorder.record(
-                rs,
+                owner,
                 EventType::Normal,
                 "SuccessfulCreate",
                 format!("Created {n} pod(s)"),
@@ -167,7 +187,7 @@ impl ReplicaSetController {
             for (p, r) in victims.iter().zip(results) {
                 match r {
                     Ok(()) => self.ctx.recorder.record(
-                        rs,
+                        owner,
                         EventType::Normal,
                         "SuccessfulDelete",
                         format!("Deleted pod: {}", meta::name(p)),
@@ -185,7 +205,8 @@ impl ReplicaSetController {
 
 /// What every pod-owning controller's pod handler does: tell the owner's
 /// expectations what was observed and queue the owner (or, for orphans,
-/// every owner that might adopt them).
+/// every owner whose `metav1.LabelSelector` at `selector_path` might adopt
+/// them).
 pub(crate) fn on_pod_change(
     c: &Change,
     kind: &str,
@@ -193,6 +214,20 @@ pub(crate) fn on_pod_change(
     queue: &Arc<WorkQueue<ObjectKey>>,
     exp: &Expectations,
     selector_path: &str,
+) {
+    on_pod_change_with(c, kind, owners, queue, exp, &|p| {
+        matching_owners(p, owners, selector_path)
+    });
+}
+
+/// [`on_pod_change`] with `adopters` telling who might adopt an orphan.
+pub(crate) fn on_pod_change_with(
+    c: &Change,
+    kind: &str,
+    owners: &kubesim_runtime::Cache,
+    queue: &Arc<WorkQueue<ObjectKey>>,
+    exp: &Expectations,
+    adopters: &dyn Fn(&Value) -> Vec<ObjectKey>,
 ) {
     match c {
         Change::Added(p) => match controller_key(p, kind, owners) {
@@ -205,7 +240,7 @@ pub(crate) fn on_pod_change(
                 queue.add(k);
             }
             None if pods::controller_uid(p).is_none() && !meta::is_deleting(p) => {
-                for k in matching_owners(p, owners, selector_path) {
+                for k in adopters(p) {
                     queue.add(k);
                 }
             }
@@ -227,7 +262,7 @@ pub(crate) fn on_pod_change(
             match after {
                 Some(k) => queue.add(k),
                 None if pods::controller_uid(new).is_none() => {
-                    for k in matching_owners(new, owners, selector_path) {
+                    for k in adopters(new) {
                         queue.add(k);
                     }
                 }
@@ -297,16 +332,16 @@ pub(crate) async fn delete_pod(api: &dyn Api, pod: &Value) -> Result<(), ApiErro
 }
 
 fn replica_status(
-    rs: &Value,
+    owner: &Value,
     owned: &[Arc<Value>],
     min_ready: i64,
     now: jiff::Timestamp,
     failure: Option<&ApiError>,
     ctx: &Context,
 ) -> Value {
-    let template_labels = rs
+    let template_labels = owner
         .pointer("/spec/template/metadata/labels")
-        .map(|_| meta::labels(rs.pointer("/spec/template").unwrap_or(&Value::Null)))
+        .map(|_| meta::labels(owner.pointer("/spec/template").unwrap_or(&Value::Null)))
         .unwrap_or_default();
     let fully = owned
         .iter()
@@ -325,16 +360,16 @@ fn replica_status(
         "fullyLabeledReplicas": fully,
         "readyReplicas": ready,
         "availableReplicas": available,
-        "observedGeneration": rs.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0),
+        "observedGeneration": owner.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0),
     });
-    let mut conditions: Vec<Value> = rs
+    let mut conditions: Vec<Value> = owner
         .pointer("/status/conditions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("ReplicaFailure"));
     if let Some(e) = failure {
-        let previous = pods::condition(rs, "ReplicaFailure");
+        let previous = pods::condition(owner, "ReplicaFailure");
         let since = previous
             .and_then(|c| c.get("lastTransitionTime"))
             .cloned()

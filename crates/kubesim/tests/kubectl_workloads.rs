@@ -1,6 +1,6 @@
 //! End-to-end: Deployments, StatefulSets and DaemonSets driven by the real
 //! `kubectl` against `kubesim up`, with a stand-in kubelet making pods
-//! Running and Ready.
+//! Running and Ready; ReplicationControllers on emulated nodes.
 
 mod common;
 
@@ -238,4 +238,69 @@ fn statefulset_and_daemonset_with_kubectl() {
     let ds = c.json(&["get", "ds", "agent"]);
     assert_eq!(ds["status"]["desiredNumberScheduled"], 2);
     assert_eq!(ds["status"]["numberReady"], 2);
+}
+
+const REPLICATION_CONTROLLER: &str = r#"
+apiVersion: v1
+kind: ReplicationController
+metadata:
+  name: legacy
+spec:
+  replicas: 3
+  template:
+    metadata: {labels: {app: legacy}}
+    spec:
+      containers:
+      - name: c
+        image: nginx:1.25
+"#;
+
+/// Pods labelled `app=legacy` (terminating ones too) and how many of them
+/// are Running under the controller with `uid`.
+fn legacy_pods(c: &Cluster, uid: &Value) -> (usize, usize) {
+    let all = c.json(&["get", "pods", "-l", "app=legacy"])["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let running = all
+        .iter()
+        .filter(|p| {
+            let r = &p["metadata"]["ownerReferences"][0];
+            p["metadata"]["deletionTimestamp"].is_null()
+                && p["status"]["phase"] == "Running"
+                && r["kind"] == "ReplicationController"
+                && r["apiVersion"] == "v1"
+                && r["controller"] == true
+                && &r["uid"] == uid
+        })
+        .count();
+    (all.len(), running)
+}
+
+#[test]
+fn replication_controller_on_emulated_nodes() {
+    let c = Cluster::start_with("workloads-rc", &["--nodes", "2"]);
+    c.apply(REPLICATION_CONTROLLER);
+    let rc = c.json(&["get", "rc", "legacy"]);
+    assert_eq!(rc["spec"]["selector"]["app"], "legacy", "{rc}");
+    let uid = rc["metadata"]["uid"].clone();
+    c.wait_for("3 Running pods", || legacy_pods(&c, &uid) == (3, 3));
+    c.wait_for("status caught up", || {
+        let s = &c.json(&["get", "rc", "legacy"])["status"];
+        s["readyReplicas"] == 3 && s["availableReplicas"] == 3 && s["observedGeneration"] == 1
+    });
+    let table = c.ok(&["get", "rc", "legacy"]);
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..4], ["legacy", "3", "3", "3"], "{table}");
+
+    c.ok(&["scale", "rc", "legacy", "--replicas=1"]);
+    c.wait_for("2 pods gone", || legacy_pods(&c, &uid) == (1, 1));
+    c.wait_for("status scaled", || {
+        c.json(&["get", "rc", "legacy"])["status"]["replicas"] == 1
+    });
+
+    c.ok(&["delete", "rc", "legacy"]);
+    c.wait_for("pods deleted with their controller", || {
+        legacy_pods(&c, &uid) == (0, 0)
+    });
 }

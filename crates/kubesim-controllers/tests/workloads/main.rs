@@ -1,8 +1,9 @@
-//! The workload controllers (ReplicaSet, Deployment, StatefulSet,
-//! DaemonSet) against a real in-memory API server, in simulated time.
+//! The workload controllers (ReplicaSet, ReplicationController, Deployment,
+//! StatefulSet, DaemonSet) against a real in-memory API server, in simulated time.
 
 mod daemonset;
 mod deployment;
 mod replicaset;
+mod replicationcontroller;
 mod statefulset;
 mod support;
