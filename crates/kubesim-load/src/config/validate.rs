@@ -276,8 +276,11 @@ pub fn object_mapping(
 /// selection and basename.
 #[derive(Default)]
 struct TemplateHistory {
-    last: BTreeMap<(String, String), (i64, String, Map<String, Value>)>,
+    last: BTreeMap<(String, String), Used>,
 }
+
+/// Replicas, template path and fill map an object set was last given.
+type Used = (i64, String, Map<String, Value>);
 
 impl TemplateHistory {
     fn check(&mut self, p: &Phase, o: &ObjectSpec) -> Result<(), String> {
