@@ -100,6 +100,21 @@ type Factory = fn() -> Box<dyn Measurement>;
 fn registry() -> BTreeMap<&'static str, Factory> {
     let mut m: BTreeMap<&'static str, Factory> = BTreeMap::new();
     m.insert("Sleep", || Box::new(sleep::Sleep));
+    m.insert("PodStartupLatency", || {
+        Box::<pod_startup::PodStartupLatency>::default()
+    });
+    m.insert("WaitForRunningPods", || {
+        Box::new(wait_pods::WaitForRunningPods)
+    });
+    m.insert("WaitForControlledPodsRunning", || {
+        Box::<wait_controlled::WaitForControlledPodsRunning>::default()
+    });
+    m.insert("WaitForGenericK8sObjects", || {
+        Box::new(wait_generic::WaitForGenericK8sObjects)
+    });
+    m.insert("SchedulingThroughput", || {
+        Box::<scheduling_throughput::SchedulingThroughput>::default()
+    });
     m
 }
 
@@ -161,4 +176,12 @@ impl Manager {
     }
 }
 
+pub mod latency;
+pub mod pod_startup;
+pub mod scheduling_throughput;
 pub mod sleep;
+#[cfg(test)]
+mod test_support;
+pub mod wait_controlled;
+pub mod wait_generic;
+pub mod wait_pods;
