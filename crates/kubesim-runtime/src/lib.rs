@@ -7,6 +7,8 @@ pub mod cache;
 pub mod clock;
 pub mod events;
 pub mod informer;
+#[cfg(feature = "remote")]
+pub mod remote;
 pub mod rng;
 pub mod workqueue;
 
@@ -18,5 +20,7 @@ pub use events::{EventRecorder, EventType};
 pub use informer::{
     metadata_only, ownership_only, Cache, Change, Informer, Informers, ObjectKey, Shape,
 };
+#[cfg(feature = "remote")]
+pub use remote::RemoteApi;
 pub use rng::Rng;
 pub use workqueue::{retryable, run_workers, Requeue, WorkQueue};
