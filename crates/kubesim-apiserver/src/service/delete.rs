@@ -94,10 +94,16 @@ fn policy(resource: &ResourceInfo, opts: &DeleteOptions) -> Result<String, ApiEr
             )),
         };
     }
-    let _ = resource;
     Ok(match opts.orphan_dependents {
         Some(true) => "Orphan".into(),
-        _ => "Background".into(),
+        Some(false) => "Background".into(),
+        // The legacy ReplicationController keeps its pods unless told
+        // otherwise, as upstream's strategy for it says (kubectl always
+        // sends a policy).
+        None if resource.group.is_empty() && resource.plural == "replicationcontrollers" => {
+            "Orphan".into()
+        }
+        None => "Background".into(),
     })
 }
 

@@ -176,3 +176,29 @@ async fn deleting_the_controller_deletes_its_pods() {
     .await;
     assert!(env.get(&rc(), "default", "web").await.is_none());
 }
+
+#[tokio::test(start_paused = true)]
+async fn deleting_without_a_policy_orphans_the_pods_as_upstream() {
+    let env = start(None).await;
+    env.create(&rc(), "default", replication_controller("web", 2))
+        .await;
+    env.eventually("2 pods", || async {
+        env.list(&pods(), "default", "app=web").await.len() == 2
+    })
+    .await;
+    env.api
+        .delete(&rc(), "default", "web", &DeleteOptions::default())
+        .await
+        .unwrap();
+    env.eventually("pods released", || async {
+        let pods = env.list(&pods(), "default", "app=web").await;
+        pods.len() == 2
+            && pods.iter().all(|p| {
+                p.pointer("/metadata/ownerReferences")
+                    .and_then(|o| o.as_array())
+                    .is_none_or(|o| o.is_empty())
+            })
+    })
+    .await;
+    assert!(env.get(&rc(), "default", "web").await.is_none());
+}
