@@ -13,6 +13,13 @@ const BUCKETS: &[f64] = &[
     10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 ];
 
+/// Upstream's `apiserver_request_sli_duration_seconds` buckets: the SLO
+/// bounds (1s, 5s, 30s) are among them, so slow calls can be counted.
+const SLI_BUCKETS: &[f64] = &[
+    0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0,
+    30.0, 45.0, 60.0,
+];
+
 /// The labels of one request series.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Labels {
@@ -32,15 +39,38 @@ struct Histogram {
     count: u64,
 }
 
+impl Histogram {
+    fn observe(&mut self, bounds: &[f64], seconds: f64) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; bounds.len()];
+        }
+        for (i, b) in bounds.iter().enumerate() {
+            if seconds <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+}
+
 #[derive(Default)]
 pub struct Metrics {
     totals: Mutex<BTreeMap<(Labels, u16), u64>>,
     durations: Mutex<BTreeMap<Labels, Histogram>>,
+    /// Keyed by labels with `dry_run` always false: the SLI histogram has
+    /// no such label.
+    sli: Mutex<BTreeMap<Labels, Histogram>>,
     pub watchers: AtomicI64,
 }
 
 impl Metrics {
-    pub fn observe(&self, labels: Labels, code: u16, seconds: f64) {
+    pub fn observe(&self, mut labels: Labels, code: u16, seconds: f64) {
+        // Upstream counts a create as a call on one object (its CleanScope
+        // says "resource" for verb create), though the path names a collection.
+        if labels.verb == "POST" {
+            labels.scope = "resource";
+        }
         *self
             .totals
             .lock()
@@ -50,18 +80,21 @@ impl Metrics {
         if labels.verb == "WATCH" {
             return;
         }
-        let mut d = self.durations.lock();
-        let h = d.entry(labels).or_default();
-        if h.counts.is_empty() {
-            h.counts = vec![0; BUCKETS.len()];
+        // kubesim has no webhooks or priority-and-fairness queues, so the SLI
+        // latency (which leaves those out) is the whole latency; upstream
+        // leaves dry-run requests out of it.
+        if !labels.dry_run {
+            self.sli
+                .lock()
+                .entry(labels.clone())
+                .or_default()
+                .observe(SLI_BUCKETS, seconds);
         }
-        for (i, b) in BUCKETS.iter().enumerate() {
-            if seconds <= *b {
-                h.counts[i] += 1;
-            }
-        }
-        h.sum += seconds;
-        h.count += 1;
+        self.durations
+            .lock()
+            .entry(labels)
+            .or_default()
+            .observe(BUCKETS, seconds);
     }
 
     pub fn watch_started(&self) {
@@ -97,28 +130,26 @@ impl Metrics {
         }
         out.push_str("# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
         for (l, h) in self.durations.lock().iter() {
-            let base = lbl(l);
-            for (i, b) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "apiserver_request_duration_seconds_bucket{{{base},le=\"{b}\"}} {}",
-                    h.counts[i]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "apiserver_request_duration_seconds_bucket{{{base},le=\"+Inf\"}} {}",
-                h.count
+            render_histogram(
+                &mut out,
+                "apiserver_request_duration_seconds",
+                &lbl(l),
+                BUCKETS,
+                h,
             );
-            let _ = writeln!(
-                out,
-                "apiserver_request_duration_seconds_sum{{{base}}} {}",
-                h.sum
+        }
+        out.push_str("# HELP apiserver_request_sli_duration_seconds Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_sli_duration_seconds histogram\n");
+        for (l, h) in self.sli.lock().iter() {
+            let base = format!(
+                "component=\"apiserver\",group=\"{}\",resource=\"{}\",scope=\"{}\",subresource=\"{}\",verb=\"{}\",version=\"{}\"",
+                l.group, l.resource, l.scope, l.subresource, l.verb, l.version
             );
-            let _ = writeln!(
-                out,
-                "apiserver_request_duration_seconds_count{{{base}}} {}",
-                h.count
+            render_histogram(
+                &mut out,
+                "apiserver_request_sli_duration_seconds",
+                &base,
+                SLI_BUCKETS,
+                h,
             );
         }
         out.push_str("# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n");
@@ -132,5 +163,55 @@ impl Metrics {
             self.watchers.load(Ordering::Relaxed)
         );
         out
+    }
+}
+
+fn render_histogram(out: &mut String, name: &str, labels: &str, bounds: &[f64], h: &Histogram) {
+    for (b, n) in bounds.iter().zip(&h.counts) {
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {n}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(verb: &'static str, scope: &'static str, dry_run: bool) -> Labels {
+        Labels {
+            verb,
+            dry_run,
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods".into(),
+            subresource: String::new(),
+            scope,
+        }
+    }
+
+    #[test]
+    fn creates_are_resource_scoped_and_sli_leaves_out_dry_runs() {
+        let m = Metrics::default();
+        m.observe(labels("POST", "namespace", false), 201, 0.3);
+        m.observe(labels("POST", "namespace", true), 201, 0.3);
+        m.observe(labels("LIST", "namespace", false), 200, 2.0);
+        m.observe(labels("WATCH", "namespace", false), 200, 9.0);
+        let text = m.render(&[]);
+        let post = "component=\"apiserver\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"";
+        assert!(text.contains(&format!(
+            "apiserver_request_sli_duration_seconds_count{{{post}}} 1\n"
+        )));
+        assert!(text.contains(&format!(
+            "apiserver_request_sli_duration_seconds_bucket{{{post},le=\"0.4\"}} 1\n"
+        )));
+        assert!(text.contains(&format!(
+            "apiserver_request_sli_duration_seconds_bucket{{{post},le=\"0.2\"}} 0\n"
+        )));
+        assert!(text.contains("apiserver_request_duration_seconds_count{component=\"apiserver\",dry_run=\"All\",group=\"\",resource=\"pods\",scope=\"resource\""));
+        assert!(text.contains("apiserver_request_sli_duration_seconds_bucket{component=\"apiserver\",group=\"\",resource=\"pods\",scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\",le=\"5\"} 1\n"));
+        assert!(!text.contains("verb=\"WATCH\",version=\"v1\",le="));
+        assert!(!text.contains("scope=\"namespace\",subresource=\"\",verb=\"POST\""));
     }
 }

@@ -115,6 +115,13 @@ fn registry() -> BTreeMap<&'static str, Factory> {
     m.insert("SchedulingThroughput", || {
         Box::<scheduling_throughput::SchedulingThroughput>::default()
     });
+    m.insert("APIResponsivenessPrometheus", || {
+        Box::<api_responsiveness::ApiResponsiveness>::default()
+    });
+    m.insert("ResourceUsageSummary", || {
+        Box::<resource_usage::ResourceUsage>::default()
+    });
+    m.insert("Timer", || Box::<timer::Timer>::default());
     m
 }
 
@@ -176,12 +183,16 @@ impl Manager {
     }
 }
 
+pub mod api_responsiveness;
 pub mod latency;
 pub mod pod_startup;
+pub mod prometheus;
+pub mod resource_usage;
 pub mod scheduling_throughput;
 pub mod sleep;
 #[cfg(test)]
 mod test_support;
+pub mod timer;
 pub mod wait_controlled;
 pub mod wait_generic;
 pub mod wait_pods;

@@ -100,3 +100,7 @@ impl TestReport {
                 .sum::<usize>()
     }
 }
+
+pub mod html;
+pub mod junit;
+pub mod write;
