@@ -17,6 +17,26 @@ pub trait Cluster: Send + Sync {
     async fn get_text(&self, path: &str) -> Result<String, ApiError>;
 }
 
+/// Any API server a kubeconfig names, kubesim's own included.
+pub struct Remote(pub Arc<kubesim_runtime::remote::RemoteApi>);
+
+#[async_trait::async_trait]
+impl Cluster for Remote {
+    fn api(&self) -> Arc<dyn Api> {
+        self.0.clone()
+    }
+    async fn resolve(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(ResourceRef, bool), ApiError> {
+        self.0.resolve(api_version, kind).await
+    }
+    async fn get_text(&self, path: &str) -> Result<String, ApiError> {
+        self.0.get_text(path).await
+    }
+}
+
 /// An in-process API server on a simulated clock, for the crate's tests.
 #[cfg(test)]
 pub mod testing {
@@ -52,9 +72,17 @@ pub mod testing {
             api_version: &str,
             kind: &str,
         ) -> Result<(ResourceRef, bool), ApiError> {
-            let r = self.server.registry.by_kind(api_version, kind).ok_or_else(|| {
-                ApiError::new(404, "NotFound", format!("{kind} in {api_version} is not served"))
-            })?;
+            let r = self
+                .server
+                .registry
+                .by_kind(api_version, kind)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        404,
+                        "NotFound",
+                        format!("{kind} in {api_version} is not served"),
+                    )
+                })?;
             Ok((
                 ResourceRef::new(&r.group, &r.version, &r.plural),
                 r.scope == kubesim_core::Scope::Namespaced,

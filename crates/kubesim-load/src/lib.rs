@@ -13,7 +13,10 @@ pub mod config;
 pub mod measurement;
 pub mod objects;
 pub mod params;
+pub mod phase;
 pub mod report;
+pub mod runner;
 pub mod template;
+pub mod tuning;
 
 pub use cluster::Cluster;

@@ -126,7 +126,10 @@ mod tests {
 
     #[test]
     fn actions_are_stripped() {
-        assert_eq!(strip_actions("a: {{.X}}\nb: {{ if .Y }}c{{end}}"), "a: \nb: c");
+        assert_eq!(
+            strip_actions("a: {{.X}}\nb: {{ if .Y }}c{{end}}"),
+            "a: \nb: c"
+        );
         assert_eq!(strip_actions("x {{ unterminated"), "x ");
     }
 

@@ -189,7 +189,10 @@ impl<'a> Obj<'a> {
                 .map_err(|e| self.doc.error(&p, e)),
             Some((v, p)) => Err(self.doc.error(
                 &p,
-                format!("expected a duration string such as \"30s\", got {}", kind(v)),
+                format!(
+                    "expected a duration string such as \"30s\", got {}",
+                    kind(v)
+                ),
             )),
         }
     }

@@ -147,7 +147,10 @@ mod tests {
         let text = "name: t\nsteps:\n- name: a\n  measurements:\n  - Identifier: x\n    Params:\n      action: start\n- name: b\n  phases:\n  - tuningSet: u\n    objectBundle:\n    - basename: p\n";
         let idx = LineIndex::new(text);
         assert_eq!(idx.line_of(&[k("name")]), Some(1));
-        assert_eq!(idx.line_of(&[k("steps"), Seg::Index(0), k("name")]), Some(3));
+        assert_eq!(
+            idx.line_of(&[k("steps"), Seg::Index(0), k("name")]),
+            Some(3)
+        );
         assert_eq!(
             idx.line_of(&[
                 k("steps"),
@@ -159,7 +162,10 @@ mod tests {
             ]),
             Some(7)
         );
-        assert_eq!(idx.line_of(&[k("steps"), Seg::Index(1), k("name")]), Some(8));
+        assert_eq!(
+            idx.line_of(&[k("steps"), Seg::Index(1), k("name")]),
+            Some(8)
+        );
         assert_eq!(
             idx.line_of(&[
                 k("steps"),
@@ -174,7 +180,13 @@ mod tests {
         );
         // A missing key falls back to its parent.
         assert_eq!(
-            idx.line_of(&[k("steps"), Seg::Index(1), k("phases"), Seg::Index(0), k("nope")]),
+            idx.line_of(&[
+                k("steps"),
+                Seg::Index(1),
+                k("phases"),
+                Seg::Index(0),
+                k("nope")
+            ]),
             Some(10)
         );
     }
@@ -189,7 +201,13 @@ mod tests {
 
     #[test]
     fn never_panics_on_odd_text() {
-        for t in ["- - - a: b", ":", "\"a", "- \n  - x: \n:::", "a: [b, {c: d}]"] {
+        for t in [
+            "- - - a: b",
+            ":",
+            "\"a",
+            "- \n  - x: \n:::",
+            "a: [b, {c: d}]",
+        ] {
             let _ = LineIndex::new(t).line_of(&[k("a")]);
         }
     }

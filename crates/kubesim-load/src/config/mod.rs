@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::template::Renderer;
 pub use decode::{ConfigError, Validation};
 pub use schema::*;
+pub use validate::object_mapping;
 
 /// Module nesting deeper than this is taken for a cycle.
 const MAX_MODULE_DEPTH: usize = 16;

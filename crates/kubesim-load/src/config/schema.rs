@@ -40,14 +40,32 @@ pub struct TuningSet {
 /// The pacing of a tuning set (exactly one kind per set).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Load {
-    Qps { qps: f64 },
-    Randomized { average_qps: f64 },
-    Stepped { burst_size: i64, step_delay: Duration },
-    TimeLimited { time_limit: Duration },
-    RandomizedTimeLimited { time_limit: Duration },
-    ParallelismLimited { parallelism_limit: i64 },
-    GlobalQps { qps: f64, burst: i64 },
-    Poisson { expected_actions_per_second: f64 },
+    Qps {
+        qps: f64,
+    },
+    Randomized {
+        average_qps: f64,
+    },
+    Stepped {
+        burst_size: i64,
+        step_delay: Duration,
+    },
+    TimeLimited {
+        time_limit: Duration,
+    },
+    RandomizedTimeLimited {
+        time_limit: Duration,
+    },
+    ParallelismLimited {
+        parallelism_limit: i64,
+    },
+    GlobalQps {
+        qps: f64,
+        burst: i64,
+    },
+    Poisson {
+        expected_actions_per_second: f64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

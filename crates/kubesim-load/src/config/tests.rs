@@ -79,10 +79,17 @@ fn unknown_keys_fail_under_strict_with_file_and_line() {
     let d = Dir::new(&[("config.yaml", &cfg), ("pod.yaml", POD)]);
     let e = compile_in(&d, Validation::Strict).unwrap_err();
     assert_eq!(e.line, Some(14), "{e}");
-    assert!(e.to_string().contains("config.yaml:14: steps[0].phases[0].replicasPerNamespac: unknown field"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("config.yaml:14: steps[0].phases[0].replicasPerNamespac: unknown field"),
+        "{e}"
+    );
     let w = compile_in(&d, Validation::Warn).expect("warn goes on");
     assert_eq!(w.warnings.len(), 1);
-    assert!(compile_in(&d, Validation::Ignore).unwrap().warnings.is_empty());
+    assert!(compile_in(&d, Validation::Ignore)
+        .unwrap()
+        .warnings
+        .is_empty());
 }
 
 #[test]
@@ -95,7 +102,10 @@ fn template_errors_name_the_file() {
 
 #[test]
 fn yaml_errors_name_the_line() {
-    let d = Dir::new(&[("config.yaml", "name: t\nsteps:\n  - a: [\n"), ("pod.yaml", POD)]);
+    let d = Dir::new(&[
+        ("config.yaml", "name: t\nsteps:\n  - a: [\n"),
+        ("pod.yaml", POD),
+    ]);
     let e = compile_in(&d, Validation::Strict).unwrap_err();
     assert!(e.line.is_some(), "{e}");
 }
@@ -108,7 +118,10 @@ fn missing_and_broken_object_templates_are_found_before_running() {
     assert_eq!(e.line, Some(18), "{e}");
     let d = Dir::new(&[
         ("config.yaml", &good(CREATE)),
-        ("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{DivideInt 1 0}}\n"),
+        (
+            "pod.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{DivideInt 1 0}}\n",
+        ),
     ]);
     let e = compile_in(&d, Validation::Strict).unwrap_err();
     assert!(e.message.contains("division by zero"), "{e}");
@@ -171,16 +184,24 @@ fn a_phase_may_not_change_replicas_and_template_at_once() {
         .replace("name: create", "name: grow")
         .replace("replicasPerNamespace: 3", "replicasPerNamespace: 5")
         .replace("Group: g", "Group: h");
-    let d = Dir::new(&[("config.yaml", &good(&format!("{CREATE}{second}"))), ("pod.yaml", POD)]);
+    let d = Dir::new(&[
+        ("config.yaml", &good(&format!("{CREATE}{second}"))),
+        ("pod.yaml", POD),
+    ]);
     let e = compile_in(&d, Validation::Strict).unwrap_err();
     assert!(e.message.contains("both the replicas"), "{e}");
     // Scaling alone, changing the template alone, or deleting are fine.
     for other in [
         CREATE.replace("replicasPerNamespace: 3", "replicasPerNamespace: 5"),
         CREATE.replace("Group: g", "Group: h"),
-        CREATE.replace("replicasPerNamespace: 3", "replicasPerNamespace: 0").replace("Group: g", "Group: h"),
+        CREATE
+            .replace("replicasPerNamespace: 3", "replicasPerNamespace: 0")
+            .replace("Group: g", "Group: h"),
     ] {
-        let d = Dir::new(&[("config.yaml", &good(&format!("{CREATE}{other}"))), ("pod.yaml", POD)]);
+        let d = Dir::new(&[
+            ("config.yaml", &good(&format!("{CREATE}{other}"))),
+            ("pod.yaml", POD),
+        ]);
         compile_in(&d, Validation::Strict).expect("allowed");
     }
 }

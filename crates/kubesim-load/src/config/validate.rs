@@ -66,7 +66,10 @@ pub fn config(
             format!("namespace.number must be > 0, is {}", c.namespace.number),
         ));
     }
-    if c.chaos_monkey.as_ref().is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty())) {
+    if c.chaos_monkey
+        .as_ref()
+        .is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty()))
+    {
         return Err(top(
             "chaosMonkey",
             "chaosMonkey (node failures through a provider) is not supported; \
@@ -83,7 +86,11 @@ pub fn config(
     let mut sets = BTreeMap::new();
     for t in &c.tuning_sets {
         if sets.insert(t.name.as_str(), t).is_some() {
-            return Err(src.err(file, &t.path, format!("tuning set {:?} is declared twice", t.name)));
+            return Err(src.err(
+                file,
+                &t.path,
+                format!("tuning set {:?} is declared twice", t.name),
+            ));
         }
         tuning_set(t).map_err(|m| src.err(file, &t.path, m))?;
     }
@@ -99,7 +106,10 @@ fn tuning_set(t: &TuningSet) -> Result<(), String> {
         if v > 0.0 {
             Ok(())
         } else {
-            Err(format!("tuning set {:?}: {what} must be > 0, is {v}", t.name))
+            Err(format!(
+                "tuning set {:?}: {what} must be > 0, is {v}",
+                t.name
+            ))
         }
     };
     match &t.load {
@@ -221,7 +231,11 @@ fn phase(
         if !errs.is_empty() {
             return Err(here(
                 &with(&o.path, "basename"),
-                format!("{:?} is not a DNS-1123 subdomain: {}", o.basename, errs.join("; ")),
+                format!(
+                    "{:?} is not a DNS-1123 subdomain: {}",
+                    o.basename,
+                    errs.join("; ")
+                ),
             ));
         }
         let tpl = dir.join(&o.object_template_path);

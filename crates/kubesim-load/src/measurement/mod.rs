@@ -21,6 +21,8 @@ pub struct Ctx {
     pub config_name: String,
     /// `{{.Nodes}}` of the test.
     pub nodes: i64,
+    /// Prefix of the automanaged namespaces (`<prefix>-1` …).
+    pub namespace_prefix: String,
     /// The process whose CPU and memory ResourceUsageSummary samples: the
     /// kubesim server when it runs in this process, else none.
     pub server_pid: Option<u32>,

@@ -5,9 +5,10 @@
 //! `pod_startup` percentiles against the SLO thresholds.
 //!
 //! The times are those at which the watch events arrive, as upstream
-//! records them since it measures at watch-receive precision; the one
-//! exception is `run`, taken from the containers' `startedAt` when they
-//! report an earlier start, which keeps `run_to_watch` meaningful.
+//! records them since it measures at watch-receive precision. Containers'
+//! `startedAt` is not used: it has one-second precision, so it would put
+//! `run` up to a second before the pod was seen scheduled (upstream's old
+//! negative latencies).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -237,19 +238,8 @@ fn record(records: &Records, clock: &Clock, change: &Change) {
     let phase = pod.pointer("/status/phase").and_then(Value::as_str);
     if t.watch.is_none() && phase == Some("Running") {
         t.watch = Some(now);
-        t.run = Some(containers_started(pod).filter(|s| *s < now).unwrap_or(now));
+        t.run = Some(now);
     }
-}
-
-/// The latest `startedAt` of the running containers: when the pod as a
-/// whole started running.
-fn containers_started(pod: &Value) -> Option<Timestamp> {
-    pod.pointer("/status/containerStatuses")?
-        .as_array()?
-        .iter()
-        .filter_map(|c| c.pointer("/state/running/startedAt")?.as_str())
-        .filter_map(meta::parse_time)
-        .max()
 }
 
 /// Stateless pods keep no data of their own: every volume is one the
@@ -397,7 +387,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn container_start_time_splits_run_from_watch() {
+    async fn second_precision_container_start_times_are_not_used() {
         let (ctx, api) = ctx().await;
         let mut m = PodStartupLatency::default();
         let start = params(json!({"action": "start"}));
@@ -423,8 +413,8 @@ mod tests {
             .await
             .expect("gather");
         let all = items(&sums[0]);
-        assert_eq!(all["create_to_run"]["Perc50"], json!(2000.0));
-        assert_eq!(all["run_to_watch"]["Perc50"], json!(3000.0));
+        assert_eq!(all["create_to_run"]["Perc50"], json!(5000.0));
+        assert_eq!(all["run_to_watch"]["Perc50"], json!(0.0));
         assert_eq!(all["pod_startup"]["Perc50"], json!(5000.0));
         assert_eq!(all["create_to_schedule"]["Perc50"], json!(0.0));
     }

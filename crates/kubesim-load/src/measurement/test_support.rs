@@ -21,6 +21,7 @@ pub async fn ctx() -> (Ctx, Arc<dyn Api>) {
         rng: Rng::seeded(1),
         config_name: "test".into(),
         nodes: 1,
+        namespace_prefix: String::new(),
         server_pid: None,
     };
     (ctx, api)

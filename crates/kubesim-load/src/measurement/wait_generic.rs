@@ -35,7 +35,7 @@ enum Namespaces {
 }
 
 impl Namespaces {
-    fn parse(p: &Params) -> Result<Self, MeasurementError> {
+    fn parse(p: &Params, default_prefix: &str) -> Result<Self, MeasurementError> {
         let Some(v) = p.get("namespaceRange").filter(|v| !v.is_null()) else {
             return Ok(Namespaces::All);
         };
@@ -55,14 +55,11 @@ impl Namespaces {
             })
         };
         let (min, max) = (need("min")?, need("max")?);
-        // Phases name the prefix `basename`; upstream's own key is `prefix`.
+        // Phases name the prefix `basename`; upstream's own key is
+        // `prefix`; without either, the automanaged namespaces.
         let prefix = match params::string(r, "prefix")? {
             Some(p) => p,
-            None => params::string(r, "basename")?.ok_or_else(|| {
-                MeasurementError::failed(format!(
-                    "{METHOD}: namespaceRange needs a \"basename\" (or \"prefix\")"
-                ))
-            })?,
+            None => params::string(r, "basename")?.unwrap_or_else(|| default_prefix.to_string()),
         };
         Ok(Namespaces::Range { prefix, min, max })
     }
@@ -104,7 +101,7 @@ struct Options {
 }
 
 impl Options {
-    fn parse(p: &Params) -> Result<Self, MeasurementError> {
+    fn parse(p: &Params, default_prefix: &str) -> Result<Self, MeasurementError> {
         let resource = ResourceRef::new(
             &params::string_or(p, "objectGroup", "")?,
             &params::required_string(p, "objectVersion")?,
@@ -112,7 +109,7 @@ impl Options {
         );
         Ok(Options {
             resource,
-            namespaces: Namespaces::parse(p)?,
+            namespaces: Namespaces::parse(p, default_prefix)?,
             label_selector: params::string(p, "labelSelector")?.filter(|s| !s.is_empty()),
             successful: string_list(p, "successfulConditions")?,
             failed: string_list(p, "failedConditions")?,
@@ -218,7 +215,7 @@ impl Measurement for WaitForGenericK8sObjects {
         _identifier: &str,
         p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
-        let o = Options::parse(p)?;
+        let o = Options::parse(p, &ctx.namespace_prefix)?;
         wait(ctx, &o).await.map(|()| Vec::new())
     }
 }
@@ -430,20 +427,23 @@ mod tests {
 
     #[test]
     fn parameters() {
-        let err = Options::parse(&params(json!({"objectVersion": "v1"}))).err();
+        let err = Options::parse(&params(json!({"objectVersion": "v1"})), "t").err();
         assert!(err.is_some_and(|e| e.message.contains("objectResource")));
         let p = base(json!({}));
-        assert!(Options::parse(&p)
+        assert!(Options::parse(&p, "t")
             .err()
             .is_some_and(|e| e.message.contains("minDesiredObjectCount")));
         let p = base(json!({"minDesiredObjectCount": 1,
             "namespaceRange": {"min": 1, "max": 3, "prefix": "p"}}));
-        let o = Options::parse(&p).expect("options");
+        let o = Options::parse(&p, "t").expect("options");
         assert_eq!(o.namespaces.names().len(), 3);
         assert_eq!(o.refresh, Duration::from_secs(5));
-        let p = base(json!({"minDesiredObjectCount": 1, "namespaceRange": {"min": 1, "max": 3}}));
-        assert!(Options::parse(&p).is_err());
+        // Without a prefix, the automanaged namespaces.
+        let p = base(json!({"minDesiredObjectCount": 1, "namespaceRange": {"min": 1, "max": 2}}));
+        let o = Options::parse(&p, "test-abc").expect("options");
+        let names: Vec<String> = o.namespaces.names().into_iter().collect();
+        assert_eq!(names, ["test-abc-1", "test-abc-2"]);
         let p = base(json!({"minDesiredObjectCount": 1, "successfulConditions": "Ready=True"}));
-        assert!(Options::parse(&p).is_err());
+        assert!(Options::parse(&p, "t").is_err());
     }
 }

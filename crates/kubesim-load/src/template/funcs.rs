@@ -60,10 +60,7 @@ fn float(f: f64) -> Result<Value, String> {
 
 fn arity(name: &str, args: &[Value], n: usize) -> Result<(), String> {
     if args.len() != n {
-        return Err(format!(
-            "{name} takes {n} argument(s), got {}",
-            args.len()
-        ));
+        return Err(format!("{name} takes {n} argument(s), got {}", args.len()));
     }
     Ok(())
 }
@@ -202,7 +199,9 @@ impl Cl2Funcs {
                     return Err(format!("{name}: {n} is too many elements"));
                 }
                 if name == "Loop" {
-                    Ok(Value::Array((0..n).map(|i| Value::from(i as i64)).collect()))
+                    Ok(Value::Array(
+                        (0..n).map(|i| Value::from(i as i64)).collect(),
+                    ))
                 } else {
                     Ok(Value::Array(vec![Value::from(0); n]))
                 }

@@ -41,9 +41,8 @@ impl Renderer {
         }
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        let t = Arc::new(
-            Template::parse(&text).map_err(|e| format!("{}: {}", path.display(), e.0))?,
-        );
+        let t =
+            Arc::new(Template::parse(&text).map_err(|e| format!("{}: {}", path.display(), e.0))?);
         self.cache.lock().insert(path.to_path_buf(), t.clone());
         Ok(t)
     }

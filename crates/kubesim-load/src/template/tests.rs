@@ -105,7 +105,10 @@ fn include_file_reads_relative_to_the_base_dir() {
     std::fs::write(dir.join("part.txt"), "hello").unwrap();
     let rr = Renderer::new(Rng::seeded(1), &dir);
     let m = Map::new();
-    assert_eq!(rr.render_str("{{IncludeFile \"part.txt\"}}", &m).unwrap(), "hello");
+    assert_eq!(
+        rr.render_str("{{IncludeFile \"part.txt\"}}", &m).unwrap(),
+        "hello"
+    );
     let err = rr
         .render_str("{{IncludeEmbedFile \"nope.txt\"}}", &m)
         .unwrap_err();

@@ -24,7 +24,8 @@ async fn starts(load: Load, n: usize, work: Duration) -> (Vec<u64>, u64) {
         .map(|_| {
             let (seen, c) = (seen.clone(), c.clone());
             async move {
-                seen.lock().push(c.instant().duration_since(t0).as_millis() as u64);
+                seen.lock()
+                    .push(c.instant().duration_since(t0).as_millis() as u64);
                 c.sleep(work).await;
             }
             .boxed()
@@ -117,7 +118,10 @@ async fn global_qps_load_allows_a_burst_then_the_rate() {
 async fn global_qps_load_is_shared_by_concurrent_phases() {
     let c = clock();
     let t0 = c.instant();
-    let set = Arc::new(TuningSet::new(Load::GlobalQps { qps: 10.0, burst: 1 }));
+    let set = Arc::new(TuningSet::new(Load::GlobalQps {
+        qps: 10.0,
+        burst: 1,
+    }));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let phase = |set: Arc<TuningSet>| {
         let (seen, c) = (seen.clone(), c.clone());
