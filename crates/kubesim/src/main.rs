@@ -33,6 +33,12 @@ enum Command {
     ///
     /// Example: kubesim simulate --workload jobs.json --nodes 16 --out ./sim
     Simulate(cmd::simulate::SimulateArgs),
+    /// Run a ClusterLoader2 test config (unmodified) against an in-process
+    /// cluster or the one a kubeconfig names; write ClusterLoader2's report
+    /// files and a summary.html.
+    ///
+    /// Example: kubesim load --config testing/load/config.yaml --nodes 100 --report-dir ./report
+    Load(cmd::load::LoadArgs),
 }
 
 fn main() {
@@ -48,6 +54,7 @@ fn main() {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Scenario(a) => cmd::scenario::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Load(a) => cmd::load::run(a),
     };
     if let Err(e) = result {
         eprintln!("kubesim: {e:#}");

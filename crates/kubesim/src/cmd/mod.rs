@@ -4,6 +4,7 @@ pub mod bench;
 pub mod bench_bringup;
 pub mod bench_scheduler;
 pub mod bench_simulate;
+pub mod load;
 pub mod pki;
 pub mod scenario;
 pub mod simulate;

@@ -147,7 +147,19 @@ pub fn run(args: UpArgs) -> anyhow::Result<()> {
     rt.block_on(serve(args))
 }
 
-async fn serve(args: UpArgs) -> anyhow::Result<()> {
+/// A cluster started in this process, not yet serving.
+pub struct Started {
+    pub listener: tokio::net::TcpListener,
+    pub app: Arc<App>,
+    pub store: Arc<MemStore>,
+    pub pki: Option<super::pki::Pki>,
+    pub url: String,
+    pub kubeconfig: String,
+}
+
+/// Opens the store and starts every component (controllers, scheduler,
+/// emulated kubelets) on the current runtime; the caller serves `app`.
+pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
     let scheduler_config = match &args.scheduler_config {
         Some(path) => kubesim_scheduler::SchedulerConfig::from_file(path)
             .map_err(|e| anyhow::anyhow!("bad --scheduler-config: {e}"))?,
@@ -236,6 +248,31 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
             (url, kc)
         }
     };
+    let app = Arc::new(App {
+        server,
+        metrics: Metrics::default(),
+        address: addr.to_string(),
+        token: pki.as_ref().map(|p| p.token.clone()),
+    });
+    Ok(Started {
+        listener,
+        app,
+        store,
+        pki,
+        url,
+        kubeconfig: kc_text,
+    })
+}
+
+async fn serve(args: UpArgs) -> anyhow::Result<()> {
+    let Started {
+        listener,
+        app,
+        store,
+        pki,
+        url,
+        kubeconfig: kc_text,
+    } = start(&args).await?;
     let kc = args.data_dir.join("kubeconfig");
     // Written aside and renamed so a reader never sees half a file.
     let tmp = args.data_dir.join("kubeconfig.tmp");
@@ -245,13 +282,7 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
     let kc_abs = std::fs::canonicalize(&kc).unwrap_or(kc);
     tracing::info!(%url, "kubesim is serving the Kubernetes API");
     println!("export KUBECONFIG={}", kc_abs.display());
-    let clock = server.clock.clone();
-    let app = Arc::new(App {
-        server,
-        metrics: Metrics::default(),
-        address: addr.to_string(),
-        token: pki.as_ref().map(|p| p.token.clone()),
-    });
+    let clock = app.server.clock.clone();
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("shutting down");
