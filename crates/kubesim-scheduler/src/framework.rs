@@ -72,6 +72,11 @@ pub struct NodeInfo {
     pub requested: Resources,
     pub non_zero_requested: Resources,
     pub pods: Vec<Arc<PodInfo>>,
+    /// How many of `pods` declare pod affinity or anti-affinity, and how
+    /// many required anti-affinity: InterPodAffinity visits only nodes
+    /// with such pods, as upstream keeps lists of them per node.
+    pub pods_with_affinity: usize,
+    pub pods_with_required_anti: usize,
     pub used_ports: BTreeSet<HostPort>,
     /// Image name (every name in `status.images[].names`) to size in bytes.
     pub images: BTreeMap<String, i64>,

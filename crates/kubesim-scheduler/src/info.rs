@@ -300,6 +300,28 @@ pub fn node_images(node: &Value) -> BTreeMap<String, i64> {
     out
 }
 
+/// Whether the pod declares pod affinity or anti-affinity of any kind.
+pub fn declares_pod_affinity(pod: &PodInfo) -> bool {
+    pod.pod
+        .get("spec")
+        .and_then(|s| s.get("affinity"))
+        .is_some_and(|a| {
+            a.get("podAffinity").is_some_and(|v| !v.is_null())
+                || a.get("podAntiAffinity").is_some_and(|v| !v.is_null())
+        })
+}
+
+/// Whether the pod declares required pod anti-affinity.
+pub fn declares_required_anti_affinity(pod: &PodInfo) -> bool {
+    pod.pod
+        .get("spec")
+        .and_then(|s| s.get("affinity"))
+        .and_then(|a| a.get("podAntiAffinity"))
+        .and_then(|a| a.get("requiredDuringSchedulingIgnoredDuringExecution"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
 impl NodeInfo {
     /// A node without pods.
     pub fn from_node(node: Arc<Value>) -> NodeInfo {
@@ -313,6 +335,8 @@ impl NodeInfo {
             requested: Resources::default(),
             non_zero_requested: Resources::default(),
             pods: Vec::new(),
+            pods_with_affinity: 0,
+            pods_with_required_anti: 0,
             used_ports: Default::default(),
             images: BTreeMap::new(),
         };
@@ -344,7 +368,24 @@ impl NodeInfo {
         for p in &pod.host_ports {
             self.used_ports.insert(p.clone());
         }
+        self.pods_with_affinity += usize::from(declares_pod_affinity(&pod));
+        self.pods_with_required_anti += usize::from(declares_required_anti_affinity(&pod));
         self.pods.push(pod);
+    }
+
+    /// Counts again the pods that declare pod (anti-)affinity, after
+    /// `pods` was rebuilt.
+    pub fn recount_affinity(&mut self) {
+        self.pods_with_affinity = self
+            .pods
+            .iter()
+            .filter(|p| declares_pod_affinity(p))
+            .count();
+        self.pods_with_required_anti = self
+            .pods
+            .iter()
+            .filter(|p| declares_required_anti_affinity(p))
+            .count();
     }
 
     /// Stops counting the pod with `uid`; false when it was not here.
@@ -353,6 +394,8 @@ impl NodeInfo {
             return false;
         };
         let pod = self.pods.remove(i);
+        self.pods_with_affinity -= usize::from(declares_pod_affinity(&pod));
+        self.pods_with_required_anti -= usize::from(declares_required_anti_affinity(&pod));
         self.requested.sub(&pod.requests);
         self.non_zero_requested.sub(&pod.non_zero_requests);
         // Ports are recomputed: two pods may share a port on distinct IPs.
@@ -374,6 +417,27 @@ mod tests {
         PodInfo::from_pod(Arc::new(
             json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": spec}),
         ))
+    }
+
+    #[test]
+    fn nodes_count_the_pods_that_declare_affinity() {
+        let mut n = NodeInfo::from_node(Arc::new(json!({"metadata": {"name": "n"}})));
+        let with_uid = |uid: &str, spec: Value| {
+            let mut p = pod(spec);
+            p.uid = uid.into();
+            Arc::new(p)
+        };
+        n.add_pod(with_uid("a", json!({})));
+        n.add_pod(with_uid("b", json!({"affinity": {"podAffinity": {}}})));
+        let anti = json!({"affinity": {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "k"}]}}});
+        n.add_pod(with_uid("c", anti));
+        assert_eq!((n.pods_with_affinity, n.pods_with_required_anti), (2, 1));
+        assert!(n.remove_pod("c"));
+        assert_eq!((n.pods_with_affinity, n.pods_with_required_anti), (1, 0));
+        n.pods.clear();
+        n.recount_affinity();
+        assert_eq!((n.pods_with_affinity, n.pods_with_required_anti), (0, 0));
     }
 
     #[test]

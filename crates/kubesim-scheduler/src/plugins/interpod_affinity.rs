@@ -17,6 +17,8 @@ use parking_lot::Mutex;
 use kubesim_core::selector::{LabelOp, LabelRequirement, LabelSelector};
 use serde_json::Value;
 
+use crate::info::{declares_pod_affinity, declares_required_anti_affinity};
+
 use crate::framework::{
     CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, Status, MAX_NODE_SCORE,
 };
@@ -239,26 +241,6 @@ impl Terms {
 
 /// Whether the pod object declares any inter-pod affinity at all; a cheap
 /// test that spares parsing the terms of the many pods without any.
-fn declares_pod_affinity(pod: &PodInfo) -> bool {
-    pod.pod
-        .get("spec")
-        .and_then(|s| s.get("affinity"))
-        .is_some_and(|a| {
-            a.get("podAffinity").is_some_and(|v| !v.is_null())
-                || a.get("podAntiAffinity").is_some_and(|v| !v.is_null())
-        })
-}
-
-fn declares_required_anti_affinity(pod: &PodInfo) -> bool {
-    pod.pod
-        .get("spec")
-        .and_then(|s| s.get("affinity"))
-        .and_then(|a| a.get("podAntiAffinity"))
-        .and_then(|a| a.get("requiredDuringSchedulingIgnoredDuringExecution"))
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-}
-
 /// What PreFilter leaves for Filter.
 struct FilterState {
     terms: Arc<Terms>,
@@ -306,7 +288,13 @@ impl InterPodAffinity {
         let mut anti = BTreeMap::new();
         let incoming_has_required =
             !terms.required_affinity.is_empty() || !terms.required_anti.is_empty();
-        for (node, existing) in snap.pods() {
+        // Without required terms of its own, only nodes holding pods with
+        // required anti-affinity matter.
+        let nodes = snap
+            .nodes
+            .iter()
+            .filter(|n| incoming_has_required || n.pods_with_required_anti > 0);
+        for (node, existing) in nodes.flat_map(|n| n.pods.iter().map(move |p| (n, p))) {
             if declares_required_anti_affinity(existing) {
                 for term in &self.existing_terms(existing).required_anti {
                     if term.matches_pod(pod, ns_labels) {
@@ -476,10 +464,11 @@ impl Plugin for InterPodAffinity {
         let mut s = ScoreState {
             topology_score: BTreeMap::new(),
         };
-        for (node, existing) in snap.pods() {
-            if node.labels.is_empty() {
-                continue;
-            }
+        let nodes = snap
+            .nodes
+            .iter()
+            .filter(|n| !n.labels.is_empty() && (has_preferred || n.pods_with_affinity > 0));
+        for (node, existing) in nodes.flat_map(|n| n.pods.iter().map(move |p| (n, p))) {
             // Without preferred terms of its own, only pods that declare
             // affinity can contribute.
             let existing_declares = declares_pod_affinity(existing);

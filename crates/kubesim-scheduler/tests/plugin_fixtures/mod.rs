@@ -95,7 +95,7 @@ pub fn node_exact(
             Arc::new(p)
         })
         .collect();
-    Arc::new(NodeInfo {
+    let mut info = NodeInfo {
         node: Arc::new(json!({"metadata": {"name": name, "labels": lab}})),
         name: name.into(),
         labels: lab,
@@ -109,9 +109,13 @@ pub fn node_exact(
         requested: requested.clone(),
         non_zero_requested: requested,
         pods,
+        pods_with_affinity: 0,
+        pods_with_required_anti: 0,
         used_ports: BTreeSet::new(),
         images: BTreeMap::new(),
-    })
+    };
+    info.recount_affinity();
+    Arc::new(info)
 }
 
 pub fn snapshot(nodes: Vec<Arc<NodeInfo>>) -> Snapshot {
