@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// What to measure: `api`, `scheduler`, `bringup` or `simulate`.
+    /// What to measure: `api`, `scheduler`, `bringup`, `simulate` or `load`.
     pub what: String,
     /// Pods to create.
     #[arg(long, default_value_t = 20_000)]
@@ -45,6 +45,9 @@ pub struct BenchArgs {
     /// `simulate`: jobs in the synthetic trace.
     #[arg(long, default_value_t = 100_000)]
     pub jobs: usize,
+    /// `load`: actions per second the runner is asked for.
+    #[arg(long, default_value_t = 5_000.0)]
+    pub qps: f64,
     /// `bringup`: seconds to hold the cluster with its pods running,
     /// measuring CPU and memory.
     #[arg(long, default_value_t = 0)]
@@ -62,7 +65,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         "scheduler" => super::bench_scheduler::run(&args),
         "bringup" => super::bench_bringup::run(&args),
         "simulate" => super::bench_simulate::run(&args),
-        other => bail!("unknown benchmark {other:?}: available: api, scheduler, bringup, simulate"),
+        "load" => super::bench_load::run(&args),
+        other => {
+            bail!("unknown benchmark {other:?}: available: api, scheduler, bringup, simulate, load")
+        }
     }
 }
 

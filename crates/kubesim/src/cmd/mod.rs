@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_bringup;
+pub mod bench_load;
 pub mod bench_scheduler;
 pub mod bench_simulate;
 pub mod load;
