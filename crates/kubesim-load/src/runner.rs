@@ -40,9 +40,9 @@ pub struct RunOptions {
 /// A config that did not compile: nothing was created.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("{0}")]
+    #[error(transparent)]
     Mapping(#[from] crate::template::MappingError),
 }
 

@@ -51,11 +51,7 @@ pub fn compile(
         .unwrap_or_else(|| PathBuf::from("."));
     let rendered = renderer
         .render_file(path, opts.mapping)
-        .map_err(|message| ConfigError {
-            file: file.clone(),
-            line: None,
-            message: strip_file(&message, &file),
-        })?;
+        .map_err(|message| template_error(&file, &message))?;
     let mut warnings = Vec::new();
     let mut sources = validate::Sources::default();
     sources.add(&file, &rendered);
@@ -87,12 +83,21 @@ pub fn compile(
     })
 }
 
-fn strip_file(message: &str, file: &str) -> String {
-    message
+/// A template error of `file`, its `line N: ` moved into the location.
+fn template_error(file: &str, message: &str) -> ConfigError {
+    let m = message
         .strip_prefix(file)
         .and_then(|m| m.strip_prefix(": "))
-        .unwrap_or(message)
-        .to_string()
+        .unwrap_or(message);
+    let at = m.strip_prefix("line ").and_then(|rest| {
+        let (n, tail) = rest.split_once(": ")?;
+        Some((n.parse::<usize>().ok()?, tail))
+    });
+    ConfigError {
+        file: file.to_string(),
+        line: at.map(|(n, _)| n),
+        message: at.map_or(m, |(_, tail)| tail).to_string(),
+    }
 }
 
 /// Parses rendered YAML; a syntax error names its line.
@@ -152,11 +157,7 @@ fn flatten(
         mapping.extend(module.params.clone());
         let rendered = renderer
             .render_file(&path, &mapping)
-            .map_err(|m| ConfigError {
-                file: file.clone(),
-                line: None,
-                message: strip_file(&m, &file),
-            })?;
+            .map_err(|m| template_error(&file, &m))?;
         let value = parse_yaml(&file, &rendered)?;
         sources.add(&file, &rendered);
         let doc = decode::Doc::new(&file, &rendered, opts.validation);

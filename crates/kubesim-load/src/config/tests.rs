@@ -94,9 +94,13 @@ fn unknown_keys_fail_under_strict_with_file_and_line() {
 
 #[test]
 fn template_errors_name_the_file() {
-    let d = Dir::new(&[("config.yaml", "name: {{.X | bogus}}\n"), ("pod.yaml", POD)]);
+    let d = Dir::new(&[
+        ("config.yaml", "name: t\n\nx: {{.X | bogus}}\n"),
+        ("pod.yaml", POD),
+    ]);
     let e = compile_in(&d, Validation::Strict).unwrap_err();
     assert!(e.file.ends_with("config.yaml"), "{e}");
+    assert_eq!(e.line, Some(3), "{e}");
     assert!(e.message.contains("bogus"), "{e}");
 }
 
