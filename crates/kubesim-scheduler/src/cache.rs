@@ -180,6 +180,7 @@ impl Cache {
             non_zero_requests: pod.non_zero_requests.clone(),
             host_ports: pod.host_ports.clone(),
             node_name: node.to_string(),
+            affinity: pod.affinity,
         });
         let mut g = self.inner.lock();
         if let Some(old) = g.pods.remove(&info.key) {

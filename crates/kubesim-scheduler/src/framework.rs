@@ -58,6 +58,17 @@ pub struct PodInfo {
     pub host_ports: Vec<HostPort>,
     /// `spec.nodeName`, or the node the scheduler assumed for it.
     pub node_name: String,
+    /// What pod (anti-)affinity the pod declares, read once: the
+    /// InterPodAffinity plugin asks it of every bound pod in every cycle.
+    pub affinity: AffinityFlags,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AffinityFlags {
+    /// Any `podAffinity` or `podAntiAffinity`.
+    pub any: bool,
+    /// Required `podAntiAffinity` terms.
+    pub required_anti: bool,
 }
 
 /// A node and the pods on it (bound or assumed), at one instant.

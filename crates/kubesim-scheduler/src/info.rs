@@ -10,7 +10,7 @@ use kubesim_core::quantity::Quantity;
 use kubesim_runtime::ObjectKey;
 use serde_json::Value;
 
-use crate::framework::{HostPort, NodeInfo, PodInfo, Resources, Taint};
+use crate::framework::{AffinityFlags, HostPort, NodeInfo, PodInfo, Resources, Taint};
 
 /// CPU counted for a container without a cpu request when scoring (upstream
 /// `DefaultMilliCPURequest`).
@@ -229,6 +229,7 @@ impl PodInfo {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
+            affinity: AffinityFlags::of(&pod),
             pod,
         }
     }
@@ -300,26 +301,28 @@ pub fn node_images(node: &Value) -> BTreeMap<String, i64> {
     out
 }
 
+impl AffinityFlags {
+    pub fn of(pod: &Value) -> AffinityFlags {
+        let affinity = pod.get("spec").and_then(|s| s.get("affinity"));
+        let present = |k: &str| affinity.and_then(|a| a.get(k)).filter(|v| !v.is_null());
+        AffinityFlags {
+            any: present("podAffinity").is_some() || present("podAntiAffinity").is_some(),
+            required_anti: present("podAntiAffinity")
+                .and_then(|a| a.get("requiredDuringSchedulingIgnoredDuringExecution"))
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty()),
+        }
+    }
+}
+
 /// Whether the pod declares pod affinity or anti-affinity of any kind.
 pub fn declares_pod_affinity(pod: &PodInfo) -> bool {
-    pod.pod
-        .get("spec")
-        .and_then(|s| s.get("affinity"))
-        .is_some_and(|a| {
-            a.get("podAffinity").is_some_and(|v| !v.is_null())
-                || a.get("podAntiAffinity").is_some_and(|v| !v.is_null())
-        })
+    pod.affinity.any
 }
 
 /// Whether the pod declares required pod anti-affinity.
 pub fn declares_required_anti_affinity(pod: &PodInfo) -> bool {
-    pod.pod
-        .get("spec")
-        .and_then(|s| s.get("affinity"))
-        .and_then(|a| a.get("podAntiAffinity"))
-        .and_then(|a| a.get("requiredDuringSchedulingIgnoredDuringExecution"))
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
+    pod.affinity.required_anti
 }
 
 impl NodeInfo {

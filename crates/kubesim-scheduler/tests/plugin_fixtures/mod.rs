@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use kubesim_runtime::ObjectKey;
 use kubesim_scheduler::framework::{
-    Code, CycleState, Filters, NodeInfo, Plugin, PodInfo, Resources, Snapshot, Status,
+    AffinityFlags, Code, CycleState, Filters, NodeInfo, Plugin, PodInfo, Resources, Snapshot,
+    Status,
 };
 use serde_json::{json, Value};
 
@@ -58,6 +59,7 @@ pub fn pod_with(
         ..Default::default()
     };
     PodInfo {
+        affinity: AffinityFlags::of(&obj),
         pod: Arc::new(obj),
         key: ObjectKey::new(ns, name),
         uid: format!("uid-{ns}-{name}"),
