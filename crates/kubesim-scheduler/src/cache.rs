@@ -260,10 +260,11 @@ impl Cache {
                 snap.nodes.push(n.clone());
                 snap.index.insert(name.clone(), i);
             }
+            snap.recount_affinity();
         } else {
             for name in &g.dirty {
                 if let (Some(&i), Some(n)) = (snap.index.get(name), g.nodes.get(name)) {
-                    snap.nodes[i] = n.clone();
+                    snap.set_node(i, n.clone());
                 }
             }
         }
@@ -289,6 +290,7 @@ fn fill_all(g: &Inner, s: &mut Snapshot) {
         s.nodes.push(n.clone());
         s.index.insert(name.clone(), i);
     }
+    s.recount_affinity();
     s.namespace_labels = g.namespaces.clone();
     s.pdbs = g.pdbs.values().cloned().collect();
     s.image_nodes = g.image_nodes.clone();
@@ -310,6 +312,27 @@ mod tests {
             json!({"metadata": {"name": name, "namespace": "d", "uid": name},
             "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}),
         )
+    }
+
+    #[test]
+    fn snapshots_keep_the_affinity_totals() {
+        let c = Cache::new();
+        c.add_or_update_node(node("n1"));
+        c.add_or_update_node(node("n2"));
+        let mut snap = Snapshot::default();
+        c.update_snapshot(&mut snap);
+        assert_eq!((snap.pods_with_affinity, snap.pods_with_required_anti), (0, 0));
+        let mut anti = (*pod("a", "n2")).clone();
+        anti["spec"]["affinity"] = json!({"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "k"}]}});
+        c.add_or_update_pod(Arc::new(anti));
+        c.add_or_update_pod(pod("b", "n1"));
+        c.update_snapshot(&mut snap);
+        assert_eq!((snap.pods_with_affinity, snap.pods_with_required_anti), (1, 1));
+        c.remove_pod(&ObjectKey::new("d", "a"));
+        c.update_snapshot(&mut snap);
+        assert_eq!((snap.pods_with_affinity, snap.pods_with_required_anti), (0, 0));
+        assert_eq!(c.snapshot().pods_with_affinity, 0);
     }
 
     #[test]

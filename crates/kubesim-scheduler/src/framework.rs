@@ -105,9 +105,31 @@ pub struct Snapshot {
     pub pdbs: Vec<Arc<Value>>,
     /// How many nodes report each image name (ImageLocality).
     pub image_nodes: Arc<BTreeMap<String, usize>>,
+    /// Pods on all nodes that declare pod affinity of any kind, and
+    /// required pod anti-affinity: upper bounds (preemption's what-if
+    /// copies only remove pods), so zero means there are none and
+    /// InterPodAffinity can skip its walk over the nodes.
+    pub pods_with_affinity: usize,
+    pub pods_with_required_anti: usize,
 }
 
 impl Snapshot {
+    /// Sets the affinity totals from the nodes.
+    pub fn recount_affinity(&mut self) {
+        self.pods_with_affinity = self.nodes.iter().map(|n| n.pods_with_affinity).sum();
+        self.pods_with_required_anti = self.nodes.iter().map(|n| n.pods_with_required_anti).sum();
+    }
+
+    /// Puts `node` at position `i`, keeping the affinity totals.
+    pub fn set_node(&mut self, i: usize, node: Arc<NodeInfo>) {
+        let old = &self.nodes[i];
+        self.pods_with_affinity =
+            self.pods_with_affinity - old.pods_with_affinity + node.pods_with_affinity;
+        self.pods_with_required_anti = self.pods_with_required_anti - old.pods_with_required_anti
+            + node.pods_with_required_anti;
+        self.nodes[i] = node;
+    }
+
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.index.get(name).map(|&i| &self.nodes[i])
     }

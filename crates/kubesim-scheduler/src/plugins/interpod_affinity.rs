@@ -288,6 +288,15 @@ impl InterPodAffinity {
         let mut anti = BTreeMap::new();
         let incoming_has_required =
             !terms.required_affinity.is_empty() || !terms.required_anti.is_empty();
+        if !incoming_has_required && snap.pods_with_required_anti == 0 {
+            return Ok(FilterState {
+                terms,
+                existing_anti: BTreeMap::new(),
+                affinity: BTreeMap::new(),
+                anti: BTreeMap::new(),
+                self_match: false,
+            });
+        }
         // Without required terms of its own, only nodes holding pods with
         // required anti-affinity matter.
         let nodes = snap
@@ -456,7 +465,9 @@ impl Plugin for InterPodAffinity {
             Err(e) => return Status::error(e),
         };
         let has_preferred = terms.has_preferred();
-        if self.ignore_preferred_terms_of_existing_pods && !has_preferred {
+        if !has_preferred
+            && (self.ignore_preferred_terms_of_existing_pods || snap.pods_with_affinity == 0)
+        {
             return Status::skip();
         }
         let ns_labels = &snap.namespace_labels;

@@ -126,11 +126,13 @@ pub fn snapshot(nodes: Vec<Arc<NodeInfo>>) -> Snapshot {
         .enumerate()
         .map(|(i, n)| (n.name.clone(), i))
         .collect();
-    Snapshot {
+    let mut s = Snapshot {
         nodes,
         index,
         ..Default::default()
-    }
+    };
+    s.recount_affinity();
+    s
 }
 
 /// PreFilter then Filter on every node, as a cycle would: a PreFilter Skip
