@@ -321,17 +321,26 @@ mod tests {
         c.add_or_update_node(node("n2"));
         let mut snap = Snapshot::default();
         c.update_snapshot(&mut snap);
-        assert_eq!((snap.pods_with_affinity, snap.pods_with_required_anti), (0, 0));
+        assert_eq!(
+            (snap.pods_with_affinity, snap.pods_with_required_anti),
+            (0, 0)
+        );
         let mut anti = (*pod("a", "n2")).clone();
         anti["spec"]["affinity"] = json!({"podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "k"}]}});
         c.add_or_update_pod(Arc::new(anti));
         c.add_or_update_pod(pod("b", "n1"));
         c.update_snapshot(&mut snap);
-        assert_eq!((snap.pods_with_affinity, snap.pods_with_required_anti), (1, 1));
+        assert_eq!(
+            (snap.pods_with_affinity, snap.pods_with_required_anti),
+            (1, 1)
+        );
         c.remove_pod(&ObjectKey::new("d", "a"));
         c.update_snapshot(&mut snap);
-        assert_eq!((snap.pods_with_affinity, snap.pods_with_required_anti), (0, 0));
+        assert_eq!(
+            (snap.pods_with_affinity, snap.pods_with_required_anti),
+            (0, 0)
+        );
         assert_eq!(c.snapshot().pods_with_affinity, 0);
     }
 
