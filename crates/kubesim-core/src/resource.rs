@@ -88,6 +88,13 @@ pub const METRICS_VERBS: &[&str] = &[
     "create", "delete", "get", "list", "patch", "update", "watch",
 ];
 pub const SUB_VERBS: &[&str] = &["get", "patch", "update"];
+/// Review kinds: computed from the request and returned, never stored, so
+/// create is their only verb.
+pub const REVIEW_KINDS: &[(&str, &str)] = &[
+    ("authentication.k8s.io", "SelfSubjectReview"),
+    ("authorization.k8s.io", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io", "SelfSubjectRulesReview"),
+];
 
 impl ResourceInfo {
     pub fn namespaced(&self) -> bool {
@@ -124,6 +131,13 @@ impl ResourceInfo {
     }
     pub fn is_custom(&self) -> bool {
         self.crd.is_some()
+    }
+    /// A built-in review kind (see [`REVIEW_KINDS`]).
+    pub fn is_review(&self) -> bool {
+        !self.is_custom()
+            && REVIEW_KINDS
+                .iter()
+                .any(|(g, k)| self.group == *g && self.kind == *k)
     }
 }
 
@@ -356,6 +370,37 @@ const BUILTINS: &[Builtin] = &[
         true,
         &["scale", "status"],
     ),
+    // Create-only reviews: answered from the request, never stored.
+    b(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        Cluster,
+        &[],
+        false,
+        &[],
+    ),
+    b(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        Cluster,
+        &[],
+        false,
+        &[],
+    ),
+    b(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        Cluster,
+        &[],
+        false,
+        &[],
+    ),
     b(
         "autoscaling",
         "v2",
@@ -547,6 +592,8 @@ const BUILTINS: &[Builtin] = &[
 pub const GROUP_ORDER: &[&str] = &[
     "apps",
     "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
     "autoscaling",
     "batch",
     "networking.k8s.io",
@@ -634,6 +681,7 @@ fn builtin_info(bi: &Builtin) -> ResourceInfo {
     }
     let verbs: Vec<&'static str> = match bi.plural {
         "bindings" => vec!["create"],
+        _ if REVIEW_KINDS.contains(&(bi.group, bi.kind)) => vec!["create"],
         _ if bi.group == METRICS_GROUP => METRICS_VERBS.to_vec(),
         _ => ALL_VERBS.to_vec(),
     };
@@ -837,6 +885,21 @@ mod tests {
             .expect("node metrics");
         assert_eq!(nm.kind, "NodeMetrics");
         assert!(!nm.namespaced());
+    }
+
+    #[test]
+    fn reviews_are_create_only() {
+        let r = Registry::new();
+        for (group, plural) in [
+            ("authentication.k8s.io", "selfsubjectreviews"),
+            ("authorization.k8s.io", "selfsubjectaccessreviews"),
+            ("authorization.k8s.io", "selfsubjectrulesreviews"),
+        ] {
+            let info = r.get(group, "v1", plural).expect(plural);
+            assert!(info.is_review() && !info.namespaced(), "{plural}");
+            assert_eq!(info.verbs, vec!["create"], "{plural}");
+        }
+        assert!(!r.get("", "v1", "pods").expect("pods").is_review());
     }
 
     #[test]

@@ -115,6 +115,7 @@ impl Server {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<DeleteResult, ApiError> {
+        Self::allow(resource, "delete")?;
         let policy = policy(resource, opts)?;
         for _ in 0..16 {
             let rec = self.get_record(resource, ns, name)?;

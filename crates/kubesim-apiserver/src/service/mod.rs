@@ -10,6 +10,7 @@ mod crd;
 pub mod delete;
 pub mod logs;
 pub mod read;
+pub mod reviews;
 mod special;
 pub mod subresource;
 mod watch;
@@ -63,6 +64,18 @@ impl Server {
         self.registry
             .get(group, version, plural)
             .ok_or_else(ApiError::path_not_found)
+    }
+
+    /// 405 for a verb the resource does not serve (a review's get, a
+    /// binding's list), as upstream answers before looking at storage.
+    pub(crate) fn allow(resource: &ResourceInfo, verb: &str) -> Result<(), ApiError> {
+        if resource.verbs.contains(&verb) {
+            Ok(())
+        } else {
+            Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ))
+        }
     }
 
     pub(crate) fn now_string(&self) -> String {

@@ -150,6 +150,7 @@ impl Server {
     }
 
     pub fn get(&self, resource: &ResourceInfo, ns: &str, name: &str) -> Result<Value, ApiError> {
+        Self::allow(resource, "get")?;
         let rec = self.get_record(resource, ns, name)?;
         super::decode(&rec)
     }
@@ -181,6 +182,7 @@ impl Server {
         ns: &str,
         opts: &ListOptions,
     ) -> Result<ListResult, ApiError> {
+        Self::allow(resource, "list")?;
         let filter = parse_filter(resource, opts)?;
         let limit = match opts.limit {
             Some(l) if l < 0 => {

@@ -51,6 +51,7 @@ struct Plan {
 
 impl Server {
     fn plan_watch(&self, req: &WatchRequest) -> Result<Plan, ApiError> {
+        Self::allow(&req.resource, "watch")?;
         let opts = &req.opts;
         let filter = parse_filter(&req.resource, opts)?;
         let prefix = namespace_prefix(&req.resource, &req.namespace);

@@ -214,6 +214,9 @@ impl Server {
                 resource.plural
             )));
         }
+        if resource.is_review() {
+            return self.create_review(resource, obj, opts);
+        }
         self.check_type(resource, &mut obj)?;
         let warnings = self.check_fields(resource, &obj, opts)?;
         self.prepare_create(resource, ns, &mut obj)?;
@@ -388,6 +391,7 @@ impl Server {
         opts: &WriteOptions,
         caller: &Caller,
     ) -> Result<WriteResult, ApiError> {
+        Self::allow(resource, "update")?;
         let part = Part::of(resource, sub)?;
         self.check_type(resource, &mut body)?;
         let warnings = self.check_fields(resource, &body, opts)?;
@@ -435,6 +439,7 @@ impl Server {
         opts: &WriteOptions,
         caller: &Caller,
     ) -> Result<WriteResult, ApiError> {
+        Self::allow(resource, "patch")?;
         let part = Part::of(resource, sub)?;
         let mgr = manager(opts, caller);
         if kind == PatchType::Apply {

@@ -73,11 +73,11 @@ fn add<T: JsonSchema>(gen: &mut SchemaGenerator) -> Option<String> {
 /// crate does not know (or that we do not serve) yield `None`.
 fn add_kind(gen: &mut SchemaGenerator, group: &str, version: &str, kind: &str) -> Option<String> {
     use k8s_openapi::api::{
-        apps::v1 as apps, autoscaling::v1 as autoscaling1, autoscaling::v2 as autoscaling2,
-        batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
-        discovery::v1 as discovery, events::v1 as events, networking::v1 as networking,
-        policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling,
-        storage::v1 as storage,
+        apps::v1 as apps, authentication::v1 as authentication, authorization::v1 as authorization,
+        autoscaling::v1 as autoscaling1, autoscaling::v2 as autoscaling2, batch::v1 as batch,
+        coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
+        events::v1 as events, networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
+        scheduling::v1 as scheduling, storage::v1 as storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     match (group, version, kind) {
@@ -102,6 +102,15 @@ fn add_kind(gen: &mut SchemaGenerator, group: &str, version: &str, kind: &str) -
         ("apps", "v1", "Deployment") => add::<apps::Deployment>(gen),
         ("apps", "v1", "ReplicaSet") => add::<apps::ReplicaSet>(gen),
         ("apps", "v1", "StatefulSet") => add::<apps::StatefulSet>(gen),
+        ("authentication.k8s.io", "v1", "SelfSubjectReview") => {
+            add::<authentication::SelfSubjectReview>(gen)
+        }
+        ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => {
+            add::<authorization::SelfSubjectAccessReview>(gen)
+        }
+        ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => {
+            add::<authorization::SelfSubjectRulesReview>(gen)
+        }
         ("autoscaling", "v1", "Scale") => add::<autoscaling1::Scale>(gen),
         ("autoscaling", "v1", "HorizontalPodAutoscaler") => {
             add::<autoscaling1::HorizontalPodAutoscaler>(gen)
@@ -134,9 +143,18 @@ fn add_kind(gen: &mut SchemaGenerator, group: &str, version: &str, kind: &str) -
     }
 }
 
-/// Kinds that have no collection of their own (subresource bodies): no List.
+/// Kinds that have no collection of their own (subresource bodies and
+/// reviews, which are never stored): no List.
 fn has_list(kind: &str) -> bool {
-    !matches!(kind, "Binding" | "Scale" | "Eviction")
+    !matches!(
+        kind,
+        "Binding"
+            | "Scale"
+            | "Eviction"
+            | "SelfSubjectReview"
+            | "SelfSubjectAccessReview"
+            | "SelfSubjectRulesReview"
+    )
 }
 
 fn generate() -> BuiltinSchemas {
