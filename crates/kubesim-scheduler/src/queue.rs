@@ -502,6 +502,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Where a test's times start: only differences matter, read through
+    /// the clock like every other instant.
+    fn origin() -> Instant {
+        kubesim_runtime::Clock::wall().instant()
+    }
+
     fn pod(name: &str, prio: i64) -> Arc<PodInfo> {
         Arc::new(PodInfo::from_pod(Arc::new(json!({
             "metadata": {"name": name, "namespace": "d", "uid": name},
@@ -528,7 +534,7 @@ mod tests {
 
     #[test]
     fn active_order_is_priority_then_arrival() {
-        let t0 = Instant::now();
+        let t0 = origin();
         let mut q = Queue::default();
         q.add_or_update(pod("low-early", 0), t0);
         q.add_or_update(pod("high-late", 100), t0 + Duration::from_secs(2));
@@ -546,7 +552,7 @@ mod tests {
         // (attempt number, seconds after the failure it is poppable)
         let table = [(1, 1), (2, 2), (3, 4), (4, 8), (5, 10)];
         let mut q = Queue::default();
-        let mut now = Instant::now();
+        let mut now = origin();
         q.add_or_update(pod("p", 0), now);
         for (attempt, secs) in table {
             let p = q.pop(now).expect("active");
@@ -573,7 +579,7 @@ mod tests {
             (ClusterEvent::Other, "NodeAffinity", false),
         ];
         for (event, plugin, moved) in table {
-            let t0 = Instant::now();
+            let t0 = origin();
             let mut q = Queue::default();
             q.add_or_update(pod("p", 0), t0);
             let p = q.pop(t0).unwrap();
@@ -597,7 +603,7 @@ mod tests {
 
     #[test]
     fn moved_pod_still_in_backoff_waits_in_backoff() {
-        let t0 = Instant::now();
+        let t0 = origin();
         let mut q = Queue::default();
         q.add_or_update(pod("p", 0), t0);
         let p = q.pop(t0).unwrap();
@@ -612,7 +618,7 @@ mod tests {
 
     #[test]
     fn event_during_the_attempt_sends_the_pod_to_backoff() {
-        let t0 = Instant::now();
+        let t0 = origin();
         let mut q = Queue::default();
         q.add_or_update(pod("p", 0), t0);
         let p = q.pop(t0).unwrap();
@@ -623,7 +629,7 @@ mod tests {
 
     #[test]
     fn unschedulable_pods_are_flushed_after_five_minutes() {
-        let t0 = Instant::now();
+        let t0 = origin();
         let mut q = Queue::default();
         q.add_or_update(pod("p", 0), t0);
         let p = q.pop(t0).unwrap();
@@ -635,7 +641,7 @@ mod tests {
 
     #[test]
     fn gated_pods_wait_for_their_gates_to_go() {
-        let t0 = Instant::now();
+        let t0 = origin();
         let mut q = Queue::default();
         let gated = Arc::new(PodInfo::from_pod(Arc::new(json!({
             "metadata": {"name": "g", "namespace": "d", "uid": "g"},
@@ -649,7 +655,7 @@ mod tests {
 
     #[test]
     fn nominated_pods_are_tracked_by_node() {
-        let t0 = Instant::now();
+        let t0 = origin();
         let mut q = Queue::default();
         q.add_or_update(pod("p", 5), t0);
         q.nominate(&key("p"), "n1");

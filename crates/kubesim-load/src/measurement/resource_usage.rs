@@ -337,7 +337,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn cpu_is_cores_over_each_interval() {
-        let t0 = Instant::now();
+        let t0 = kubesim_runtime::Clock::simulated(jiff::Timestamp::UNIX_EPOCH).instant();
         let mut s = Samples::default();
         s.record(
             t0,
