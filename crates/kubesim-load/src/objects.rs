@@ -99,9 +99,9 @@ fn unquote(v: &str) -> String {
 pub fn render_objects(
     renderer: &Renderer,
     path: &Path,
-    mapping: &Map<String, Value>,
+    mapping: Map<String, Value>,
 ) -> Result<Vec<Value>, String> {
-    let text = renderer.render_file(path, mapping)?;
+    let text = renderer.render_file(path, &Value::Object(mapping))?;
     let mut out = Vec::new();
     for doc in documents(&text) {
         let v: Value = serde_saphyr::from_str(&doc)

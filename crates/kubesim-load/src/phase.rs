@@ -45,6 +45,9 @@ struct Kind {
     namespaced: bool,
 }
 
+/// A phase's bundle objects with their resolved kinds.
+type Bundle = Arc<Vec<(ObjectSpec, Vec<Kind>)>>;
+
 /// Errors of a phase; the first few are kept word for word.
 #[derive(Default)]
 struct Errors {
@@ -108,14 +111,10 @@ impl PhaseCtx {
         let Some(sel) = &o.list_unknown_selector else {
             return Ok(0);
         };
-        let selector = match sel.get("matchLabels").and_then(Value::as_object) {
-            Some(m) => m
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect::<Vec<_>>()
-                .join(","),
-            None => String::new(),
-        };
+        // matchLabels and matchExpressions, in the string form a list takes.
+        let selector = kubesim_core::selector::LabelSelector::from_json(sel)
+            .map_err(|e| format!("{}: listUnknownObjectOptions: {}", o.basename, e.message))?
+            .to_string();
         let opts = ListOptions {
             label_selector: Some(selector).filter(|s| !s.is_empty()),
             ..Default::default()
@@ -139,13 +138,15 @@ impl PhaseCtx {
         set: &TuningSet,
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> Vec<String> {
-        let mut bundle = Vec::new();
+        let mut objects = Vec::new();
         for o in &p.object_bundle {
             match self.kinds(o).await {
-                Ok(k) => bundle.push((Arc::new(o.clone()), k)),
+                Ok(k) => objects.push((o.clone(), k)),
                 Err(e) => return vec![e],
             }
         }
+        // Shared by every action of the phase, not copied into each.
+        let bundle: Bundle = Arc::new(objects);
         let Some(first) = bundle.first() else {
             return Vec::new();
         };
@@ -198,7 +199,7 @@ impl PhaseCtx {
         .await;
         let mut st = self.state.lock();
         for ns in updates {
-            for (o, _) in &bundle {
+            for (o, _) in bundle.iter() {
                 st.insert((ns.clone(), o.basename.clone()), desired);
             }
         }
@@ -210,12 +211,12 @@ impl PhaseCtx {
 
     fn delete_action(
         self: Arc<Self>,
-        bundle: &[(Arc<ObjectSpec>, Vec<Kind>)],
+        bundle: &Bundle,
         ns: &str,
         index: i64,
         errors: &Arc<Errors>,
     ) -> Action {
-        let bundle = bundle.to_vec();
+        let bundle = bundle.clone();
         let (ns, errors) = (ns.to_string(), errors.clone());
         async move {
             let api = self.cluster.api();
@@ -243,16 +244,16 @@ impl PhaseCtx {
     /// template rendered again).
     fn write_action(
         self: Arc<Self>,
-        bundle: &[(Arc<ObjectSpec>, Vec<Kind>)],
+        bundle: &Bundle,
         ns: &str,
         index: i64,
         patch: bool,
         errors: &Arc<Errors>,
     ) -> Action {
-        let bundle = bundle.to_vec();
+        let bundle = bundle.clone();
         let (ns, errors) = (ns.to_string(), errors.clone());
         async move {
-            for (o, kinds) in &bundle {
+            for (o, kinds) in bundle.iter() {
                 if let Err(e) = self.write_one(o, kinds, &ns, index, patch).await {
                     errors.push(e);
                     // Later objects of the bundle may need this one.
@@ -274,7 +275,7 @@ impl PhaseCtx {
         let name = format!("{}-{index}", o.basename);
         let mapping = crate::config::object_mapping(&self.mapping, o, index, ns);
         let path = self.dir.join(&o.object_template_path);
-        let objs = objects::render_objects(&self.renderer, &path, &mapping)?;
+        let objs = objects::render_objects(&self.renderer, &path, mapping)?;
         let api = self.cluster.api();
         for (mut obj, k) in objs.into_iter().zip(kinds) {
             let obj_ns = if k.namespaced { ns } else { "" };
@@ -331,3 +332,6 @@ fn describe(verb: &str, r: &ResourceRef, ns: &str, name: &str, e: &ApiError) -> 
     };
     format!("{verb} {} {at}: {} ({})", r.plural, e.message, e.code)
 }
+
+#[cfg(test)]
+mod tests;

@@ -55,8 +55,20 @@ fn namespaces() -> ResourceRef {
     ResourceRef::core("namespaces")
 }
 
-/// Compiles the config only (what `--dry-run` shows).
-pub fn compile(opts: &RunOptions, rng: &Rng) -> Result<(Compiled, String), RunError> {
+/// A compiled test, ready to run: nothing has touched a cluster yet.
+pub struct Prepared {
+    pub compiled: Compiled,
+    /// The automanaged namespaces' prefix.
+    pub prefix: String,
+    mapping: Map<String, Value>,
+    /// The run's one random source, already used for the prefix.
+    rng: Rng,
+}
+
+/// Compiles the config (what `--dry-run` shows and what is refused before
+/// any cluster is touched).
+pub fn prepare(opts: &RunOptions) -> Result<Prepared, RunError> {
+    let rng = Rng::seeded(opts.seed);
     let overrides: Vec<&std::path::Path> = opts.overrides.iter().map(|p| p.as_path()).collect();
     let mapping = build_mapping(&overrides, opts.env.clone(), opts.nodes)?;
     let dir = opts
@@ -76,21 +88,40 @@ pub fn compile(opts: &RunOptions, rng: &Rng) -> Result<(Compiled, String), RunEr
         },
     )?;
     let prefix = compiled.config.namespace.prefix.clone().unwrap_or(drawn);
-    Ok((compiled, prefix))
+    Ok(Prepared {
+        compiled,
+        prefix,
+        mapping,
+        rng,
+    })
 }
 
+/// Compiles and runs the test.
 pub async fn run(
     cluster: Arc<dyn Cluster>,
     clock: Clock,
     opts: RunOptions,
 ) -> Result<Outcome, RunError> {
-    let rng = Rng::seeded(opts.seed);
-    let (compiled, prefix) = compile(&opts, &rng)?;
+    let prepared = prepare(&opts)?;
+    Ok(execute(cluster, clock, &opts, prepared).await)
+}
+
+/// Runs a prepared test to the end (failures are in the report).
+pub async fn execute(
+    cluster: Arc<dyn Cluster>,
+    clock: Clock,
+    opts: &RunOptions,
+    prepared: Prepared,
+) -> Outcome {
+    let Prepared {
+        compiled,
+        prefix,
+        mapping,
+        rng,
+    } = prepared;
     for w in &compiled.warnings {
         tracing::warn!("{w}");
     }
-    let overrides: Vec<&std::path::Path> = opts.overrides.iter().map(|p| p.as_path()).collect();
-    let mapping = build_mapping(&overrides, opts.env.clone(), opts.nodes)?;
     let c = &compiled.config;
     let started = clock.now();
     let t0 = clock.instant();
@@ -140,7 +171,7 @@ pub async fn run(
                 (opts.progress)(&format!("[{}/{total}] {}", i + 1, step_name_only(step)));
                 let s0 = clock.instant();
                 let (mut sr, critical) = if step.measurements.is_empty() {
-                    (run_phases(&phases, step, &sets, &opts).await, false)
+                    (run_phases(&phases, step, &sets, opts).await, false)
                 } else {
                     run_measurements(&ctx, &manager, step, &mut report).await
                 };
@@ -180,7 +211,7 @@ pub async fn run(
         }
     }
     report.duration = clock.instant().duration_since(t0);
-    Ok(Outcome { report, compiled })
+    Outcome { report, compiled }
 }
 
 fn step_name_only(step: &Step) -> &str {

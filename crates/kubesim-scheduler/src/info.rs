@@ -315,16 +315,6 @@ impl AffinityFlags {
     }
 }
 
-/// Whether the pod declares pod affinity or anti-affinity of any kind.
-pub fn declares_pod_affinity(pod: &PodInfo) -> bool {
-    pod.affinity.any
-}
-
-/// Whether the pod declares required pod anti-affinity.
-pub fn declares_required_anti_affinity(pod: &PodInfo) -> bool {
-    pod.affinity.required_anti
-}
-
 impl NodeInfo {
     /// A node without pods.
     pub fn from_node(node: Arc<Value>) -> NodeInfo {
@@ -371,23 +361,19 @@ impl NodeInfo {
         for p in &pod.host_ports {
             self.used_ports.insert(p.clone());
         }
-        self.pods_with_affinity += usize::from(declares_pod_affinity(&pod));
-        self.pods_with_required_anti += usize::from(declares_required_anti_affinity(&pod));
+        self.pods_with_affinity += usize::from(pod.affinity.any);
+        self.pods_with_required_anti += usize::from(pod.affinity.required_anti);
         self.pods.push(pod);
     }
 
     /// Counts again the pods that declare pod (anti-)affinity, after
     /// `pods` was rebuilt.
     pub fn recount_affinity(&mut self) {
-        self.pods_with_affinity = self
-            .pods
-            .iter()
-            .filter(|p| declares_pod_affinity(p))
-            .count();
+        self.pods_with_affinity = self.pods.iter().filter(|p| p.affinity.any).count();
         self.pods_with_required_anti = self
             .pods
             .iter()
-            .filter(|p| declares_required_anti_affinity(p))
+            .filter(|p| p.affinity.required_anti)
             .count();
     }
 
@@ -397,8 +383,8 @@ impl NodeInfo {
             return false;
         };
         let pod = self.pods.remove(i);
-        self.pods_with_affinity -= usize::from(declares_pod_affinity(&pod));
-        self.pods_with_required_anti -= usize::from(declares_required_anti_affinity(&pod));
+        self.pods_with_affinity -= usize::from(pod.affinity.any);
+        self.pods_with_required_anti -= usize::from(pod.affinity.required_anti);
         self.requested.sub(&pod.requests);
         self.non_zero_requested.sub(&pod.non_zero_requests);
         // Ports are recomputed: two pods may share a port on distinct IPs.

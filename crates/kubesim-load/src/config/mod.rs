@@ -50,7 +50,7 @@ pub fn compile(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     let rendered = renderer
-        .render_file(path, opts.mapping)
+        .render_file(path, &Value::Object(opts.mapping.clone()))
         .map_err(|message| template_error(&file, &message))?;
     let mut warnings = Vec::new();
     let mut sources = validate::Sources::default();
@@ -156,7 +156,7 @@ fn flatten(
         let mut mapping = opts.mapping.clone();
         mapping.extend(module.params.clone());
         let rendered = renderer
-            .render_file(&path, &mapping)
+            .render_file(&path, &Value::Object(mapping.clone()))
             .map_err(|m| template_error(&file, &m))?;
         let value = parse_yaml(&file, &rendered)?;
         sources.add(&file, &rendered);

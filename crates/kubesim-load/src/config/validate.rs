@@ -250,7 +250,7 @@ fn phase(
         // any object exists.
         if p.replicas_per_namespace > 0 {
             let mapping = object_mapping(opts.mapping, o, 0, &first_ns);
-            objects::render_objects(renderer, &tpl, &mapping)
+            objects::render_objects(renderer, &tpl, mapping)
                 .map_err(|m| here(&with(&o.path, "objectTemplatePath"), m))?;
         }
         templates.check(p, o).map_err(|m| here(&o.path, m))?;

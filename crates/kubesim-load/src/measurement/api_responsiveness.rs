@@ -102,9 +102,7 @@ impl Measurement for ApiResponsiveness {
                 let end = scrape(ctx).await?;
                 gather(ctx, identifier, p, start, &end)
             }
-            other => Err(MeasurementError::failed(format!(
-                "{NAME}: unknown action {other:?}"
-            ))),
+            other => Err(MeasurementError::unknown_action(NAME, other)),
         }
     }
 }

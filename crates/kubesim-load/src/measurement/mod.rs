@@ -62,6 +62,10 @@ impl MeasurementError {
             summaries,
         }
     }
+    /// An `action` the method does not know.
+    pub fn unknown_action(method: &str, action: &str) -> Self {
+        MeasurementError::failed(format!("{method}: unknown action {action:?}"))
+    }
     pub fn critical(message: impl Into<String>) -> Self {
         MeasurementError {
             kind: ErrorKind::Critical,

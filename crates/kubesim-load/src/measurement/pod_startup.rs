@@ -105,9 +105,7 @@ impl Measurement for PodStartupLatency {
         match params::string_or(p, "action", "")?.as_str() {
             "start" => self.start(ctx, p).await.map(|()| Vec::new()),
             "gather" => self.gather(ctx, identifier),
-            other => Err(MeasurementError::failed(format!(
-                "{METHOD}: unknown action {other:?}"
-            ))),
+            other => Err(MeasurementError::unknown_action(METHOD, other)),
         }
     }
 }
@@ -226,11 +224,12 @@ fn record(records: &Records, clock: &Clock, change: &Change) {
         uid => uid.to_string(),
     };
     let mut all = records.lock();
+    // Volumes cannot change after creation: classified once.
     let t = all.entry(key).or_insert_with(|| PodTimes {
         create: Some(now),
+        stateless: is_stateless(pod),
         ..Default::default()
     });
-    t.stateless = is_stateless(pod);
     let node = pod.pointer("/spec/nodeName").and_then(Value::as_str);
     if t.schedule.is_none() && node.is_some_and(|n| !n.is_empty()) {
         t.schedule = Some(now);

@@ -226,9 +226,7 @@ impl Measurement for ResourceUsage {
                 Ok(Vec::new())
             }
             "gather" => self.gather(ctx),
-            other => Err(MeasurementError::failed(format!(
-                "{NAME}: unknown action {other:?}"
-            ))),
+            other => Err(MeasurementError::unknown_action(NAME, other)),
         }
     }
 }

@@ -74,9 +74,7 @@ impl Measurement for SchedulingThroughput {
         match params::string_or(p, "action", "")?.as_str() {
             "start" => self.start(ctx, p).await.map(|()| Vec::new()),
             "gather" => self.gather(ctx, p),
-            other => Err(MeasurementError::failed(format!(
-                "{METHOD}: unknown action {other:?}"
-            ))),
+            other => Err(MeasurementError::unknown_action(METHOD, other)),
         }
     }
 }

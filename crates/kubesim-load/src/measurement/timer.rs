@@ -57,9 +57,7 @@ impl Measurement for Timer {
                 };
                 Ok(vec![Summary::json("Timer", ctx.clock.now(), &perf)])
             }
-            other => Err(MeasurementError::failed(format!(
-                "Timer: unknown action {other:?}"
-            ))),
+            other => Err(MeasurementError::unknown_action("Timer", other)),
         }
     }
 }

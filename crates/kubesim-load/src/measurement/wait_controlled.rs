@@ -117,9 +117,7 @@ impl Measurement for WaitForControlledPodsRunning {
                 self.active = None;
                 Ok(Vec::new())
             }
-            other => Err(MeasurementError::failed(format!(
-                "{METHOD}: unknown action {other:?}"
-            ))),
+            other => Err(MeasurementError::unknown_action(METHOD, other)),
         }
     }
 }

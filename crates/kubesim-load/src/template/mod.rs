@@ -11,7 +11,7 @@ use std::sync::Arc;
 use kubesim_emulator::gotpl::Template;
 use kubesim_runtime::Rng;
 use parking_lot::Mutex;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use funcs::{yaml_quote, Cl2Funcs};
 pub use mapping::{build_mapping, parse_env_value, MappingError};
@@ -47,21 +47,18 @@ impl Renderer {
         Ok(t)
     }
 
-    /// Renders `path` with `mapping` as `.`.
-    pub fn render_file(&self, path: &Path, mapping: &Map<String, Value>) -> Result<String, String> {
+    /// Renders `path` with `mapping` (a map of parameters) as `.`.
+    pub fn render_file(&self, path: &Path, mapping: &Value) -> Result<String, String> {
         let t = self.load(path)?;
         self.render(&t, mapping)
             .map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    pub fn render(&self, t: &Template, mapping: &Map<String, Value>) -> Result<String, String> {
-        // The mapping is cloned into a Value because templates evaluate
-        // over values; mappings are small (parameters, not objects).
-        t.render(&Value::Object(mapping.clone()), &self.funcs)
-            .map_err(|e| e.0)
+    pub fn render(&self, t: &Template, mapping: &Value) -> Result<String, String> {
+        t.render(mapping, &self.funcs).map_err(|e| e.0)
     }
 
-    pub fn render_str(&self, src: &str, mapping: &Map<String, Value>) -> Result<String, String> {
+    pub fn render_str(&self, src: &str, mapping: &Value) -> Result<String, String> {
         let t = Template::parse(src).map_err(|e| e.0)?;
         self.render(&t, mapping)
     }

@@ -6,7 +6,7 @@ fn r() -> Renderer {
 }
 
 fn render(src: &str, mapping: Value) -> Result<String, String> {
-    r().render_str(src, mapping.as_object().expect("object"))
+    r().render_str(src, &mapping)
 }
 
 fn ok(src: &str) -> String {
@@ -104,7 +104,7 @@ fn include_file_reads_relative_to_the_base_dir() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("part.txt"), "hello").unwrap();
     let rr = Renderer::new(Rng::seeded(1), &dir);
-    let m = Map::new();
+    let m = json!({});
     assert_eq!(
         rr.render_str("{{IncludeFile \"part.txt\"}}", &m).unwrap(),
         "hello"

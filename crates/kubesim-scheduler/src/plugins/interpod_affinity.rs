@@ -17,8 +17,6 @@ use parking_lot::Mutex;
 use kubesim_core::selector::{LabelOp, LabelRequirement, LabelSelector};
 use serde_json::Value;
 
-use crate::info::{declares_pod_affinity, declares_required_anti_affinity};
-
 use crate::framework::{
     CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, Status, MAX_NODE_SCORE,
 };
@@ -304,7 +302,7 @@ impl InterPodAffinity {
             .iter()
             .filter(|n| incoming_has_required || n.pods_with_required_anti > 0);
         for (node, existing) in nodes.flat_map(|n| n.pods.iter().map(move |p| (n, p))) {
-            if declares_required_anti_affinity(existing) {
+            if existing.affinity.required_anti {
                 for term in &self.existing_terms(existing).required_anti {
                     if term.matches_pod(pod, ns_labels) {
                         bump(&mut existing_anti, node, &term.topology_key, 1);
@@ -482,7 +480,7 @@ impl Plugin for InterPodAffinity {
         for (node, existing) in nodes.flat_map(|n| n.pods.iter().map(move |p| (n, p))) {
             // Without preferred terms of its own, only pods that declare
             // affinity can contribute.
-            let existing_declares = declares_pod_affinity(existing);
+            let existing_declares = existing.affinity.any;
             if !has_preferred && !existing_declares {
                 continue;
             }

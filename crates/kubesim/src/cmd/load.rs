@@ -83,19 +83,13 @@ async fn load(args: LoadArgs) -> anyhow::Result<()> {
             args.nodes.unwrap_or(DEFAULT_IN_PROCESS_NODES) as i64,
             None,
         );
-        let (compiled, _) = runner::compile(&opts, &kubesim_runtime::Rng::seeded(args.seed))?;
-        print!("{}", compiled.rendered);
+        print!("{}", runner::prepare(&opts)?.compiled.rendered);
         return Ok(());
     }
-    // Refuse a bad config before a cluster is started for it.
-    let probe = options(
-        &args,
-        args.nodes.unwrap_or(DEFAULT_IN_PROCESS_NODES) as i64,
-        None,
-    );
-    runner::compile(&probe, &kubesim_runtime::Rng::seeded(args.seed))?;
     let clock = Clock::wall();
-    let (remote, nodes, server_pid, _server) = match &args.kubeconfig {
+    // The config is compiled (and a bad one refused) before any object is
+    // created: for an in-process cluster before it is even started.
+    let (remote, opts, prepared, _server) = match &args.kubeconfig {
         Some(kc) => {
             let remote = RemoteApi::from_kubeconfig(Some(kc))
                 .await
@@ -104,16 +98,20 @@ async fn load(args: LoadArgs) -> anyhow::Result<()> {
                 Some(n) => n as i64,
                 None => schedulable_nodes(&remote).await?,
             };
-            (remote, nodes, None, None)
+            let opts = options(&args, nodes, None);
+            let prepared = runner::prepare(&opts)?;
+            (remote, opts, prepared, None)
         }
         None => {
             let n = args.nodes.unwrap_or(DEFAULT_IN_PROCESS_NODES);
+            let opts = options(&args, n as i64, Some(std::process::id()));
+            let prepared = runner::prepare(&opts)?;
             let (remote, server) = in_process(n, args.seed, &clock).await?;
-            (remote, n as i64, Some(std::process::id()), Some(server))
+            (remote, opts, prepared, Some(server))
         }
     };
     let cluster = Arc::new(Remote(Arc::new(remote)));
-    let outcome = runner::run(cluster, clock, options(&args, nodes, server_pid)).await?;
+    let outcome = runner::execute(cluster, clock, &opts, prepared).await;
     if std::io::stderr().is_terminal() {
         eprintln!();
     }
