@@ -64,6 +64,16 @@ fn is_core(r: &ResourceInfo, plural: &str) -> bool {
     r.group.is_empty() && r.plural == plural
 }
 
+/// `opts` with unknown-field checking off unless the caller asked for it:
+/// the server's default (Warn) only produces warnings, which have nowhere
+/// to go in process, and the schema walk is a large part of a small write.
+fn quiet(opts: &WriteOptions) -> WriteOptions {
+    let mut opts = opts.clone();
+    opts.field_validation
+        .get_or_insert(kubesim_runtime::FieldValidation::Ignore);
+    opts
+}
+
 /// A watch frame as components see it. Frames whose object does not parse
 /// (which the server never sends) become errors rather than being dropped,
 /// so a consumer notices and relists.
@@ -107,6 +117,7 @@ impl Api for InProcess {
         obj: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
+        let opts = &quiet(opts);
         let res = self.resource(r)?;
         Self::check(&res, ns, None, false)?;
         if is_core(&res, "bindings") {
@@ -128,6 +139,7 @@ impl Api for InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
+        let opts = &quiet(opts);
         let res = self.resource(r)?;
         Self::check(&res, ns, subresource, true)?;
         let name = meta::name(&obj).to_string();
@@ -170,6 +182,7 @@ impl Api for InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
+        let opts = &quiet(opts);
         let res = self.resource(r)?;
         Self::check(&res, ns, subresource, true)?;
         if subresource == Some("scale") {

@@ -65,18 +65,24 @@ impl Default for Options {
 /// Runs every controller until the returned future is dropped. `root_ca`
 /// is the cluster CA (PEM) published into every namespace, if there is one.
 pub async fn run_all(api: Arc<dyn Api>, registry: Registry, clock: Clock, root_ca: Option<String>) {
-    run_with(api, registry, clock, root_ca, Options::default()).await
+    let informers = Informers::new(api.clone(), clock.clone());
+    run_with(api, informers, registry, clock, root_ca, Options::default()).await
 }
 
 /// [`run_all`] with a choice of optional loops.
+///
+/// `informers` may be shared with other components of the process (the
+/// scheduler, the emulator): each object is then decoded and cached once
+/// rather than once per component. Whichever component polls
+/// [`Informers::run`] first drives them.
 pub async fn run_with(
     api: Arc<dyn Api>,
+    informers: Arc<Informers>,
     registry: Registry,
     clock: Clock,
     root_ca: Option<String>,
     options: Options,
 ) {
-    let informers = Informers::new(api.clone(), clock.clone());
     let (recorder, events) =
         EventRecorder::new(api.clone(), clock.clone(), "kube-controller-manager");
     let ctx = Arc::new(Context {

@@ -45,6 +45,18 @@ impl Default for EmulatorConfig {
 /// Runs until the returned future is dropped.
 pub async fn run(api: Arc<dyn Api>, clock: Clock, rng: Rng, config: EmulatorConfig) {
     let informers = Informers::new(api.clone(), clock.clone());
+    run_shared(api, informers, clock, rng, config).await
+}
+
+/// [`run`] on informers shared with other components of the process, so
+/// that each object is decoded and cached once.
+pub async fn run_shared(
+    api: Arc<dyn Api>,
+    informers: Arc<Informers>,
+    clock: Clock,
+    rng: Rng,
+    config: EmulatorConfig,
+) {
     let (recorder, events) = EventRecorder::new(api.clone(), clock.clone(), "kubesim-emulator");
     let faults = Arc::new(Faults::default());
     let f = faults.clone();

@@ -44,6 +44,19 @@ fn err(line: usize, msg: impl std::fmt::Display) -> TemplateError {
     TemplateError(format!("line {line}: {msg}"))
 }
 
+/// The value at `path` under `v`, cloning only what is reached (a field
+/// of a whole pod is read far more often than the pod is copied).
+fn fields_of(v: &Value, path: &[String]) -> Value {
+    let mut at = v;
+    for f in path {
+        match at.get(f.as_str()) {
+            Some(next) if at.is_object() => at = next,
+            _ => return Value::Null,
+        }
+    }
+    at.clone()
+}
+
 fn fields(mut v: Value, path: &[String]) -> Value {
     for f in path {
         v = match v {
@@ -102,10 +115,8 @@ impl<'a> Exec<'a> {
                         }
                     }
                     let flow = match taken {
-                        Some((body, v)) => {
-                            let d = if with { v } else { dot.clone() };
-                            self.list(body, &d)?
-                        }
+                        Some((body, v)) if with => self.list(body, &v)?,
+                        Some((body, _)) => self.list(body, dot)?,
                         None => self.list(otherwise, dot)?,
                     };
                     self.vars.truncate(mark);
@@ -195,12 +206,12 @@ impl<'a> Exec<'a> {
         Ok(Flow::Normal)
     }
 
-    fn lookup(&self, name: &str, line: usize) -> Result<Value, TemplateError> {
+    fn var(&self, name: &str, line: usize) -> Result<&Value, TemplateError> {
         self.vars
             .iter()
             .rev()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| v)
             .ok_or_else(|| err(line, format!("undefined variable \"${name}\"")))
     }
 
@@ -259,8 +270,8 @@ impl<'a> Exec<'a> {
 
     fn arg(&mut self, a: &Arg, dot: &Value, line: usize) -> Result<Value, TemplateError> {
         Ok(match a {
-            Arg::Field(path) => fields(dot.clone(), path),
-            Arg::Var(name, path) => fields(self.lookup(name, line)?, path),
+            Arg::Field(path) => fields_of(dot, path),
+            Arg::Var(name, path) => fields_of(self.var(name, line)?, path),
             Arg::Func(name) => self.call(name, &[], dot, None, line)?,
             Arg::Str(s) => Value::String(s.clone()),
             Arg::Int(i) => Value::from(*i),

@@ -148,8 +148,16 @@ impl Lifecycle {
             Kind::Node => self.shared.selector.manages(obj).then(|| meta::name(obj)),
             Kind::Pod => {
                 let node = meta::path(obj, "spec.nodeName").and_then(Value::as_str)?;
-                let n = self.shared.funcs.nodes.get("", node)?;
-                self.shared.selector.manages(&n).then_some(node)
+                let nodes = &self.shared.funcs.nodes;
+                // Asked for every pod change: decode the node only when
+                // the selector needs more than its existence.
+                let managed = match self.shared.selector {
+                    NodeSelector::All => nodes.contains("", node),
+                    NodeSelector::Marked => nodes
+                        .get("", node)
+                        .is_some_and(|n| self.shared.selector.manages(&n)),
+                };
+                managed.then_some(node)
             }
         }
     }

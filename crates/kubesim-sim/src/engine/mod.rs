@@ -122,9 +122,17 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         .map_err(|e| anyhow::anyhow!("bootstrap: {}", e.message))?;
     let api = |who: &str| -> Arc<dyn Api> { Arc::new(InProcess::new(server.clone(), who)) };
 
+    // One set of informers for every component: each pod change is decoded
+    // and cached once, not once per component.
+    let informers = Informers::new(api("kubesim-informers"), clock.clone());
     let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn({
+        let i = informers.clone();
+        async move { i.run().await }
+    });
     tasks.spawn(kubesim_controllers::run_with(
         api("kube-controller-manager"),
+        informers.clone(),
         server.registry.clone(),
         clock.clone(),
         None,
@@ -134,8 +142,8 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     ));
     let sched_api = api("default-scheduler");
     tasks.spawn(kubesim_scheduler::run(
-        sched_api.clone(),
-        Informers::new(sched_api, clock.clone()),
+        sched_api,
+        informers.clone(),
         clock.clone(),
         rng.clone(),
         setup.scheduler,
@@ -166,8 +174,9 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             given
         }
     };
-    tasks.spawn(kubesim_emulator::run(
+    tasks.spawn(kubesim_emulator::run_shared(
         api("kubesim-emulator"),
+        informers.clone(),
         clock.clone(),
         rng.clone(),
         kubesim_emulator::EmulatorConfig {
@@ -197,17 +206,12 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             .await
             .map_err(|e| anyhow::anyhow!("node {}: {}", kubesim_core::meta::name(n), e.message))?;
     }
-    let informers = Informers::new(client.clone(), clock.clone());
     let recorder = recorder::Recorder::new(&jobs, &node_names, clock.clone());
     let rec = recorder.clone();
     informers
         .get(&ResourceRef::core("pods"))
         .on_change(move |c| rec.on_pod(c));
     let nodes_inf = informers.get(&ResourceRef::core("nodes"));
-    tasks.spawn({
-        let i = informers.clone();
-        async move { i.run().await }
-    });
     // Every node Ready before the first job arrives (the emulator needs no
     // virtual time for it; a minute means it cannot).
     let mut waited = Duration::ZERO;

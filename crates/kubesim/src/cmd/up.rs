@@ -199,34 +199,42 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
     } else {
         None
     };
-    // The kube-controller-manager loops the API's semantics rely on
-    // (namespace deletion, garbage collection), in process.
-    tokio::spawn(kubesim_controllers::run_all(
+    let in_process = |who: &str| -> Arc<dyn kubesim_runtime::Api> {
         Arc::new(kubesim_apiserver::inprocess::InProcess::new(
             server.clone(),
-            "kube-controller-manager",
-        )),
+            who,
+        ))
+    };
+    // One set of informers shared by every in-process component, so each
+    // change is decoded and cached once; it runs on a task of its own.
+    let informers =
+        kubesim_runtime::Informers::new(in_process("kubesim-informers"), server.clock.clone());
+    tokio::spawn({
+        let i = informers.clone();
+        async move { i.run().await }
+    });
+    // The kube-controller-manager loops the API's semantics rely on
+    // (namespace deletion, garbage collection), in process.
+    tokio::spawn(kubesim_controllers::run_with(
+        in_process("kube-controller-manager"),
+        informers.clone(),
         server.registry.clone(),
         server.clock.clone(),
         pki.as_ref().map(|p| p.ca_pem.clone()),
+        kubesim_controllers::Options::default(),
     ));
-    // kube-scheduler, with its own identity and informers.
-    let scheduler_api: Arc<dyn kubesim_runtime::Api> = Arc::new(
-        kubesim_apiserver::inprocess::InProcess::new(server.clone(), "default-scheduler"),
-    );
+    // kube-scheduler, with its own identity.
     tokio::spawn(kubesim_scheduler::run(
-        scheduler_api.clone(),
-        kubesim_runtime::Informers::new(scheduler_api, server.clock.clone()),
+        in_process("default-scheduler"),
+        informers.clone(),
         server.clock.clone(),
         server.rng.clone(),
         scheduler_config,
     ));
     // The emulated kubelets of every emulated node.
-    tokio::spawn(kubesim_emulator::run(
-        Arc::new(kubesim_apiserver::inprocess::InProcess::new(
-            server.clone(),
-            "kubesim-emulator",
-        )),
+    tokio::spawn(kubesim_emulator::run_shared(
+        in_process("kubesim-emulator"),
+        informers,
         server.clock.clone(),
         server.rng.clone(),
         kubesim_emulator::EmulatorConfig {
