@@ -13,6 +13,7 @@ pub mod read;
 pub mod reviews;
 mod special;
 pub mod subresource;
+mod versions;
 mod watch;
 pub mod write;
 
