@@ -313,7 +313,7 @@ const BUILTINS: &[Builtin] = &[
         Namespaced,
         &["sa"],
         false,
-        &[],
+        &["token"],
     ),
     b(
         "",
@@ -659,6 +659,13 @@ fn subresource(name: &'static str, kind: &str) -> Subresource {
             version: "v1",
             kind: format!("Pod{}Options", capitalize(name)),
             verbs: &["create", "get"],
+        },
+        "token" => Subresource {
+            name,
+            group: "authentication.k8s.io",
+            version: "v1",
+            kind: "TokenRequest".into(),
+            verbs: &["create"],
         },
         "finalize" => Subresource {
             name,
