@@ -149,6 +149,8 @@ pub(crate) fn manageable(registry: &Registry) -> Vec<Arc<ResourceInfo>> {
             !(r.group.is_empty() && r.plural == "bindings")
                 && r.verbs.contains(&"list")
                 && r.verbs.contains(&"delete")
+                // The storage version, which needs no conversion.
+                && !kubesim_core::convert::is_converted(r)
         })
         .filter(|r| seen.insert(r.storage_key()))
         .collect()

@@ -5,6 +5,7 @@
 //! controllers and the simulator share one definition of what a Kubernetes
 //! object is and how it behaves.
 
+pub mod convert;
 pub mod defaults;
 pub mod error;
 pub mod meta;

@@ -112,8 +112,13 @@ impl ResourceInfo {
         format!("{}List", self.kind)
     }
     /// Where objects of this resource live in the store (`pods`, `deployments.apps`).
+    /// A resource served in several group versions has one storage, named
+    /// after its storage version (see [`crate::convert`]).
     pub fn storage_key(&self) -> String {
-        crate::error::qualified(&self.plural, &self.group)
+        match crate::convert::storage_version(&self.group, &self.version, &self.plural) {
+            Some((group, _, plural)) if !self.is_custom() => crate::error::qualified(plural, group),
+            _ => crate::error::qualified(&self.plural, &self.group),
+        }
     }
     pub fn has_subresource(&self, name: &str) -> bool {
         self.subresources.iter().any(|s| s.name == name)
@@ -308,7 +313,7 @@ const BUILTINS: &[Builtin] = &[
         Namespaced,
         &["sa"],
         false,
-        &[],
+        &["token"],
     ),
     b(
         "",
@@ -400,6 +405,17 @@ const BUILTINS: &[Builtin] = &[
         &[],
         false,
         &[],
+    ),
+    // Stored once, as v2; v1 is a converted view (see `convert`).
+    b(
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        Namespaced,
+        &["hpa"],
+        true,
+        &["status"],
     ),
     b(
         "autoscaling",
@@ -643,6 +659,13 @@ fn subresource(name: &'static str, kind: &str) -> Subresource {
             version: "v1",
             kind: format!("Pod{}Options", capitalize(name)),
             verbs: &["create", "get"],
+        },
+        "token" => Subresource {
+            name,
+            group: "authentication.k8s.io",
+            version: "v1",
+            kind: "TokenRequest".into(),
+            verbs: &["create"],
         },
         "finalize" => Subresource {
             name,

@@ -117,3 +117,59 @@ fn wrong_token_is_unauthorized() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn issued_service_account_tokens_authenticate() {
+    let server = start("sa");
+    let kc = server.dir.join("kubeconfig");
+    let admin = std::fs::read_to_string(server.dir.join("pki").join("token")).unwrap();
+    let text = std::fs::read_to_string(&kc).unwrap();
+
+    // The default account appears once the namespace controller has run.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let issued = loop {
+        let out = kubectl(&kc, &["create", "token", "default"]);
+        if out.status.success() {
+            break String::from_utf8_lossy(&out.stdout).trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "create token: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let as_sa = server.dir.join("kubeconfig-sa");
+    std::fs::write(&as_sa, text.replace(admin.trim(), &issued)).unwrap();
+    let out = kubectl(&as_sa, &["get", "namespaces", "-o", "name"]);
+    assert!(
+        out.status.success(),
+        "an issued token was refused: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A tampered token is not.
+    // (a character inside the signature, not its last one, whose low bits
+    // base64 leaves unused)
+    let mut forged: Vec<char> = issued.chars().collect();
+    let i = forged.len() - 10;
+    forged[i] = if forged[i] == 'A' { 'B' } else { 'A' };
+    let forged: String = forged.into_iter().collect();
+    std::fs::write(&as_sa, text.replace(admin.trim(), &forged)).unwrap();
+    let out = kubectl(&as_sa, &["get", "namespaces"]);
+    assert!(!out.status.success(), "a forged token was accepted");
+
+    // Nor one whose service account is gone.
+    let out = kubectl(&kc, &["delete", "serviceaccount", "default"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&as_sa, text.replace(admin.trim(), &issued)).unwrap();
+    let out = kubectl(&as_sa, &["get", "namespaces"]);
+    assert!(
+        !out.status.success(),
+        "a token of a deleted account was accepted"
+    );
+}

@@ -253,6 +253,10 @@ async fn resource(
                 Some("exec") | Some("attach") | Some("portforward") => {
                     Err(unsupported_stream(sub.unwrap_or("")))
                 }
+                // Create-only: tokens are issued, never read back.
+                Some("token") => Err(ApiError::method_not_allowed(
+                    "the server does not allow this method on the requested resource",
+                )),
                 _ => {
                     let format = negotiate::format(accept.as_deref())?;
                     let obj = server.get(&r, ns, name)?;
@@ -283,6 +287,10 @@ async fn resource(
                 Some("eviction") => {
                     let body = body::decode(&content_type, &body_bytes(req).await?)?;
                     Ok(value_response(201, &server.evict(ns, name, &body).await?))
+                }
+                Some("token") => {
+                    let body = body::decode(&content_type, &body_bytes(req).await?)?;
+                    Ok(value_response(201, &server.create_token(ns, name, &body)?))
                 }
                 Some("exec") | Some("attach") | Some("portforward") => {
                     Err(unsupported_stream(sub.unwrap_or("")))

@@ -116,6 +116,13 @@ impl Server {
         opts: &DeleteOptions,
     ) -> Result<DeleteResult, ApiError> {
         Self::allow(resource, "delete")?;
+        if let Some(stored) = self.stored_as(resource) {
+            let mut r = Box::pin(self.delete(&stored, ns, name, opts)).await?;
+            if r.body.get("kind").and_then(Value::as_str) != Some("Status") {
+                r.body = kubesim_core::convert::from_storage(resource, r.body);
+            }
+            return Ok(r);
+        }
         let policy = policy(resource, opts)?;
         for _ in 0..16 {
             let rec = self.get_record(resource, ns, name)?;

@@ -8,11 +8,14 @@ pub mod attrs;
 mod bootstrap;
 mod crd;
 pub mod delete;
+mod jwt;
 pub mod logs;
 pub mod read;
 pub mod reviews;
 mod special;
 pub mod subresource;
+mod token;
+mod versions;
 mod watch;
 pub mod write;
 
@@ -39,6 +42,8 @@ pub struct Server {
     pub clock: Clock,
     pub rng: Rng,
     pub(crate) ips: parking_lot::Mutex<special::IpAllocator>,
+    /// Signs and checks service account tokens.
+    pub(crate) tokens: jwt::Signer,
 }
 
 impl Server {
@@ -47,8 +52,9 @@ impl Server {
             registry: Registry::new(),
             store,
             clock,
-            rng,
+            rng: rng.clone(),
             ips: parking_lot::Mutex::new(special::IpAllocator::default()),
+            tokens: jwt::Signer::new(|| rng.uuid().into_bytes()),
         });
         s.load_custom_resources();
         s

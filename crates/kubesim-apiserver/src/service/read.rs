@@ -152,7 +152,7 @@ impl Server {
     pub fn get(&self, resource: &ResourceInfo, ns: &str, name: &str) -> Result<Value, ApiError> {
         Self::allow(resource, "get")?;
         let rec = self.get_record(resource, ns, name)?;
-        super::decode(&rec)
+        super::decode(&rec).map(|o| kubesim_core::convert::from_storage(resource, o))
     }
 
     pub(crate) fn snapshot_for(
@@ -238,6 +238,12 @@ impl Server {
             if let Some(lk) = &last_key {
                 continue_token = Some(encode_continue(snap.rev, lk));
             }
+        }
+        if kubesim_core::convert::is_converted(resource) {
+            items = items
+                .into_iter()
+                .map(|r| super::versions::present_record(resource, r))
+                .collect();
         }
         Ok(ListResult {
             rev: snap.rev,

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 use super::attrs::Filter;
 use super::read::{parse_filter, rv_match, RvMatch};
+use super::versions::present_bytes;
 use super::{encode, namespace_prefix, store_error, Server};
 
 /// How often an idle watch that asked for bookmarks gets one.
@@ -113,7 +114,7 @@ impl Server {
             .range(start..)
             .take_while(|(k, _)| k.starts_with(prefix.as_str()))
             .filter(|(_, r)| filter.matches(&r.attrs))
-            .map(|(_, r)| r.bytes.clone())
+            .map(|(_, r)| present_bytes(&req.resource, &r.bytes))
             .collect();
         Ok(Plan {
             filter,
@@ -205,7 +206,7 @@ impl Server {
                 biased;
                 ev = stream.next() => {
                     let Some(ev) = ev else { return };
-                    if let Some(frame) = translate(&ev, &plan.filter, &plan.prefix) {
+                    if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix) {
                         if tx.send(frame).await.is_err() {
                             return;
                         }
@@ -216,7 +217,7 @@ impl Server {
                     // deliver it first so the bookmark never overtakes an event.
                     let rev = self.store.current_rev();
                     while let Some(ev) = stream.try_next() {
-                        if let Some(frame) = translate(&ev, &plan.filter, &plan.prefix) {
+                        if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix) {
                             if tx.send(frame).await.is_err() {
                                 return;
                             }
@@ -234,7 +235,12 @@ impl Server {
 
 /// Turns a store event into what this watcher sees: selector enter/leave
 /// become ADDED/DELETED, events of other namespaces vanish.
-fn translate(ev: &Event, filter: &Filter, prefix: &str) -> Option<WatchFrame> {
+fn translate(
+    resource: &ResourceInfo,
+    ev: &Event,
+    filter: &Filter,
+    prefix: &str,
+) -> Option<WatchFrame> {
     if !ev.key.starts_with(prefix) {
         return None;
     }
@@ -262,5 +268,6 @@ fn translate(ev: &Event, filter: &Filter, prefix: &str) -> Option<WatchFrame> {
             (false, false) => return None,
         },
     };
+    let object = present_bytes(resource, &object);
     Some(WatchFrame::Event { kind, object })
 }

@@ -217,6 +217,11 @@ impl Server {
         if resource.is_review() {
             return self.create_review(resource, obj, opts);
         }
+        if let Some(stored) = self.stored_as(resource) {
+            return self
+                .create_converted(resource, &stored, ns, obj, opts, caller)
+                .await;
+        }
         self.check_type(resource, &mut obj)?;
         let warnings = self.check_fields(resource, &obj, opts)?;
         self.prepare_create(resource, ns, &mut obj)?;
@@ -514,14 +519,22 @@ impl Server {
                 patch::server_side_apply(resource, None, &applied, mgr, opts.force, &now)?;
             meta::metadata_mut(&mut obj).insert("name".into(), Value::String(name.to_string()));
             self.check_type(resource, &mut obj)?;
-            self.prepare_create(resource, ns, &mut obj)?;
+            // Created as its storage version when applied through another.
+            let stored = self.stored_as(resource);
+            let target: &ResourceInfo = stored.as_deref().unwrap_or(resource);
+            let mut obj = kubesim_core::convert::to_storage(resource, obj)?;
+            self.prepare_create(target, ns, &mut obj)?;
             return match self
-                .finish_create(resource, ns, name, obj, opts, warnings.clone())
+                .finish_create(target, ns, name, obj, opts, warnings.clone())
                 .await
             {
                 // Lost a race with another creator: apply onto what it made.
                 Err(e) if e.code == 409 => {
                     Box::pin(self.apply(resource, ns, name, body, part, opts, mgr)).await
+                }
+                Ok(mut r) => {
+                    r.obj = kubesim_core::convert::from_storage(resource, r.obj);
+                    Ok(r)
                 }
                 other => other,
             };
@@ -552,6 +565,27 @@ impl Server {
         precondition: bool,
         mutate: &mut (dyn FnMut(&Value) -> Result<Value, ApiError> + Send),
     ) -> Result<WriteResult, ApiError> {
+        if let Some(stored) = self.stored_as(resource) {
+            // The mutation sees and returns the version it was written for;
+            // the rest of the loop works on the stored version.
+            let mut through = |cur: &Value| -> Result<Value, ApiError> {
+                let view = kubesim_core::convert::from_storage(resource, cur.clone());
+                kubesim_core::convert::to_storage(resource, mutate(&view)?)
+            };
+            let mut r = Box::pin(self.update_with(
+                &stored,
+                ns,
+                name,
+                part,
+                opts,
+                mgr,
+                precondition,
+                &mut through,
+            ))
+            .await?;
+            r.obj = kubesim_core::convert::from_storage(resource, r.obj);
+            return Ok(r);
+        }
         for _ in 0..MAX_RETRIES {
             let rec = self.get_record(resource, ns, name)?;
             let cur = super::decode(&rec)?;

@@ -649,7 +649,7 @@ fn add_resource_paths(
         r.has_subresource("scale") || r.crd.as_ref().is_some_and(|c| c.scale.is_some())
     });
     if let Some(scale) = scale {
-        let mut item = path_item(obj_params);
+        let mut item = path_item(obj_params.clone());
         let id = format!("{id_kind}Scale");
         let what = format!("scale of the specified {}", r.kind);
         let scale_gvk = gvk_value("autoscaling", "v1", "Scale");
@@ -663,6 +663,30 @@ fn add_resource_paths(
         };
         object_ops(&mut item, SUB, false, &target);
         paths.insert(format!("{obj}/scale"), Value::Object(item));
+    }
+    // serviceaccounts/token: create only, speaking TokenRequest.
+    let token = generate::builtin().name_of("authentication.k8s.io", "v1", "TokenRequest");
+    if let (true, Some(token)) = (r.has_subresource("token"), token) {
+        let mut item = path_item(obj_params.clone());
+        let token_gvk = gvk_value("authentication.k8s.io", "v1", "TokenRequest");
+        let token_schema = schema_ref(Some(token));
+        item.insert(
+            "post".into(),
+            operation(OpSpec {
+                action: "post",
+                id: format!("create{id_kind}Token"),
+                description: format!("create token of a {}", r.kind),
+                gvk: &token_gvk,
+                params: write_params(false),
+                body: Some(put_body(&token_schema)),
+                responses: responses(
+                    &[("200", "OK"), ("201", "Created"), ("202", "Accepted")],
+                    &token_schema,
+                ),
+                tag: target.tag,
+            }),
+        );
+        paths.insert(format!("{obj}/token"), Value::Object(item));
     }
 }
 
@@ -702,6 +726,9 @@ fn build(resources: &[Arc<ResourceInfo>]) -> Value {
             r.has_subresource("scale") || r.crd.as_ref().is_some_and(|c| c.scale.is_some());
         if wants_scale {
             roots.extend(scale_name);
+        }
+        if r.has_subresource("token") {
+            roots.extend(b.name_of("authentication.k8s.io", "v1", "TokenRequest"));
         }
         add_resource_paths(&mut paths, r, &names, scale_name);
     }

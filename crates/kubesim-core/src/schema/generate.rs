@@ -105,6 +105,7 @@ fn add_kind(gen: &mut SchemaGenerator, group: &str, version: &str, kind: &str) -
         ("authentication.k8s.io", "v1", "SelfSubjectReview") => {
             add::<authentication::SelfSubjectReview>(gen)
         }
+        ("authentication.k8s.io", "v1", "TokenRequest") => add::<authentication::TokenRequest>(gen),
         ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => {
             add::<authorization::SelfSubjectAccessReview>(gen)
         }
@@ -151,6 +152,7 @@ fn has_list(kind: &str) -> bool {
         "Binding"
             | "Scale"
             | "Eviction"
+            | "TokenRequest"
             | "SelfSubjectReview"
             | "SelfSubjectAccessReview"
             | "SelfSubjectRulesReview"

@@ -367,6 +367,10 @@ pub fn field_value(resource: &ResourceInfo, obj: &Value, field: &str) -> Option<
     if !selectable_fields(resource).contains(&field) {
         return None;
     }
+    value_of(resource, obj, field)
+}
+
+fn value_of(resource: &ResourceInfo, obj: &Value, field: &str) -> Option<String> {
     Some(match field {
         "metadata.name" => crate::meta::name(obj).to_string(),
         "metadata.namespace" => crate::meta::namespace(obj).to_string(),
@@ -400,10 +404,20 @@ pub fn field_value(resource: &ResourceInfo, obj: &Value, field: &str) -> Option<
 /// The selectable field values of an object, `metadata.name` and
 /// `metadata.namespace` included, in a fixed order.
 pub fn field_values(resource: &ResourceInfo, obj: &Value) -> Vec<(&'static str, String)> {
-    selectable_fields(resource)
+    indexed_fields(resource)
         .iter()
-        .filter_map(|f| field_value(resource, obj, f).map(|v| (*f, v)))
+        .filter_map(|f| value_of(resource, obj, f).map(|v| (*f, v)))
         .collect()
+}
+
+/// The fields indexed for a stored object: its selectable fields, and for
+/// core Events also the events.k8s.io names, since both APIs select from
+/// the one storage.
+fn indexed_fields(resource: &ResourceInfo) -> &'static [&'static str] {
+    match (resource.group.as_str(), resource.plural.as_str()) {
+        ("", "events") => EVENTS_V1_EVENT,
+        _ => selectable_fields(resource),
+    }
 }
 
 #[cfg(test)]

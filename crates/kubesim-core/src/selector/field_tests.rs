@@ -234,8 +234,18 @@ fn event_values() {
         "reason": "Scheduled", "type": "Normal", "source": {"component": "default-scheduler"},
         "reportingComponent": "sched"
     });
+    let indexed = values(&core, &ev);
+    let core_names: Vec<_> = indexed
+        .iter()
+        .filter(|(f, _)| !f.starts_with("regarding.") && *f != "reportingController")
+        .cloned()
+        .collect();
+    // Indexed under the events.k8s.io names as well: both APIs select
+    // from the one storage.
+    assert!(indexed.contains(&("regarding.name", "p1".to_string())));
+    assert!(indexed.contains(&("reportingController", "sched".to_string())));
     assert_eq!(
-        values(&core, &ev),
+        core_names,
         owned(&[
             ("metadata.name", "e"),
             ("metadata.namespace", "default"),
