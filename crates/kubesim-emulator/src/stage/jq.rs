@@ -12,6 +12,10 @@ use serde_json::Value;
 pub struct Jq {
     src: String,
     filter: jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>,
+    /// The fields of a program that is a plain path such as
+    /// `.metadata.deletionTimestamp` (most Stage selectors), which is
+    /// answered from the object itself without converting it for jaq.
+    path: Option<Vec<String>>,
 }
 impl std::fmt::Debug for Jq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -19,13 +23,38 @@ impl std::fmt::Debug for Jq {
     }
 }
 
-/// An object converted once for every program run against it.
-pub struct Input(Val);
+/// An object as programs see it: converted for jaq once, and only if a
+/// program needs more than a plain path.
+pub struct Input<'a> {
+    obj: &'a Value,
+    val: std::cell::OnceCell<Val>,
+}
 
-impl Input {
-    pub fn new(obj: &Value) -> Self {
-        Input(Val::deserialize(obj).unwrap_or_default())
+impl<'a> Input<'a> {
+    pub fn new(obj: &'a Value) -> Self {
+        Input {
+            obj,
+            val: std::cell::OnceCell::new(),
+        }
     }
+
+    fn val(&self) -> &Val {
+        self.val
+            .get_or_init(|| Val::deserialize(self.obj).unwrap_or_default())
+    }
+}
+
+/// `.a.b.c` with plain identifiers: its fields.
+fn plain_path(src: &str) -> Option<Vec<String>> {
+    let rest = src.trim().strip_prefix('.')?;
+    let fields: Vec<String> = rest.split('.').map(String::from).collect();
+    let ident = |f: &String| {
+        let mut cs = f.chars();
+        cs.next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    fields.iter().all(ident).then_some(fields)
 }
 
 impl Jq {
@@ -54,6 +83,7 @@ impl Jq {
         Ok(Jq {
             src: src.to_string(),
             filter,
+            path: plain_path(src),
         })
     }
 
@@ -64,9 +94,26 @@ impl Jq {
     /// Every value the program yields, stopping at the first runtime error
     /// (which, as in kwok, counts as "no value" from there on).
     pub fn run(&self, input: &Input) -> Vec<Value> {
+        if let Some(fields) = &self.path {
+            // As jq: a missing field or a null gives null. Indexing any
+            // other non-object is jq's error, left to jaq to report.
+            let mut at = input.obj;
+            for f in fields {
+                match at {
+                    Value::Object(m) => at = m.get(f).unwrap_or(&Value::Null),
+                    Value::Null => break,
+                    _ => return self.run_jaq(input),
+                }
+            }
+            return vec![at.clone()];
+        }
+        self.run_jaq(input)
+    }
+
+    fn run_jaq(&self, input: &Input) -> Vec<Value> {
         let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
         let mut values = Vec::new();
-        for v in self.filter.id.run((ctx, input.0.clone())).map(unwrap_valr) {
+        for v in self.filter.id.run((ctx, input.val().clone())).map(unwrap_valr) {
             match v {
                 // Val prints as JSON; outputs are small scalars in practice.
                 Ok(v) => values.push(serde_json::from_str(&v.to_string()).unwrap_or(Value::Null)),
@@ -122,6 +169,33 @@ mod tests {
         // Indexing a string is an error: no values from there on.
         assert!(run(".a.b", json!({"a": "x"})).is_empty());
         assert!(Jq::compile(".a | | b").is_err());
+    }
+
+    #[test]
+    fn plain_paths_answer_as_jaq_does() {
+        let objs = [
+            json!({"metadata": {"deletionTimestamp": "t", "n": null}}),
+            json!({"metadata": "x"}),
+            json!({"metadata": [1]}),
+            json!({}),
+            json!(null),
+            json!(3),
+        ];
+        for src in [
+            ".metadata.deletionTimestamp",
+            ".metadata",
+            ".metadata.n.x",
+            ".a_1.b",
+        ] {
+            let jq = Jq::compile(src).unwrap();
+            assert!(jq.path.is_some(), "{src} is a plain path");
+            for o in &objs {
+                assert_eq!(jq.run(&Input::new(o)), jq.run_jaq(&Input::new(o)), "{src} on {o}");
+            }
+        }
+        for src in [".a[0]", ".a | .b", ".", ".a.\"b c\"", "..a", ".a.b // 1"] {
+            assert!(plain_path(src).is_none(), "{src}");
+        }
     }
 
     #[test]
