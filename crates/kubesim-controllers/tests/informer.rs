@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use kubesim_core::meta;
 use kubesim_runtime::{
-    Api, Change, Clock, DeleteOptions, EventRecorder, EventType, Informers, ListOptions,
-    ResourceRef, WriteOptions,
+    Api, Change, Clock, DeleteOptions, EventRecorder, EventStyle, EventType, Informers,
+    ListOptions, ResourceRef, WriteOptions,
 };
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -176,5 +176,112 @@ async fn recorder_aggregates_repeated_events() {
         .unwrap();
     assert_eq!(failed["firstTimestamp"], "2026-01-01T00:00:00Z");
     assert_eq!(failed["lastTimestamp"], "2026-01-01T00:00:05Z");
+    writer.abort();
+}
+
+/// (reason, count, series count) of every stored event, sorted.
+async fn stored_events(api: &Arc<dyn Api>) -> Vec<(String, i64, i64)> {
+    let list = api
+        .list(
+            &ResourceRef::core("events"),
+            "default",
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap();
+    let mut got: Vec<(String, i64, i64)> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["reason"].as_str().unwrap().to_string(),
+                e["count"].as_i64().unwrap_or(0),
+                e["series"]["count"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    got.sort();
+    got
+}
+
+#[tokio::test(start_paused = true)]
+async fn series_recorder_writes_repeats_in_batches() {
+    let (api, clock) = api().await;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "uid": "u1"}});
+    let (rec, writer) = EventRecorder::with_style(
+        api.clone(),
+        clock.clone(),
+        "default-scheduler",
+        EventStyle::Series,
+    );
+    let writer = tokio::spawn(writer);
+    let fail = || {
+        rec.record(
+            &pod,
+            EventType::Warning,
+            "FailedScheduling",
+            "0/1 nodes are available",
+        )
+    };
+    // Ten attempts a minute apart: the event is created, updated once for
+    // the first repeat, and the other eight are only counted.
+    for _ in 0..10 {
+        fail();
+        clock.sleep(Duration::from_secs(60)).await;
+    }
+    assert_eq!(
+        stored_events(&api).await,
+        vec![("FailedScheduling".into(), 2, 2)]
+    );
+    // Quiet for six minutes: the series is written a last time.
+    clock.sleep(Duration::from_secs(6 * 60)).await;
+    assert_eq!(
+        stored_events(&api).await,
+        vec![("FailedScheduling".into(), 10, 10)]
+    );
+    // A series observed without a break is written every 30 minutes.
+    let other = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "q", "namespace": "default", "uid": "u2"}});
+    for _ in 0..33 {
+        rec.record(&other, EventType::Warning, "Unhealthy", "probe failed");
+        clock.sleep(Duration::from_secs(60)).await;
+    }
+    let events = stored_events(&api).await;
+    let (_, count, series) = events.iter().find(|e| e.0 == "Unhealthy").unwrap();
+    assert!((30..=33).contains(count) && count == series, "{events:?}");
+    // A later repeat of the finished series starts a new event.
+    fail();
+    clock.sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        stored_events(&api).await,
+        vec![
+            ("FailedScheduling".into(), 1, 0),
+            ("FailedScheduling".into(), 10, 10),
+            ("Unhealthy".into(), *count, *series),
+        ]
+    );
+    writer.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn legacy_recorder_drops_spam() {
+    let (api, clock) = api().await;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "uid": "u1"}});
+    let (rec, writer) = EventRecorder::new(api.clone(), clock.clone(), "kubelet");
+    let writer = tokio::spawn(writer);
+    // Forty repeats at once: the object's budget of 25 is written, the
+    // rest dropped; five minutes later there is room for one more.
+    for _ in 0..40 {
+        rec.record(&pod, EventType::Warning, "BackOff", "Back-off restarting");
+    }
+    clock.sleep(Duration::from_millis(100)).await;
+    assert_eq!(stored_events(&api).await, vec![("BackOff".into(), 25, 0)]);
+    clock.sleep(Duration::from_secs(300)).await;
+    rec.record(&pod, EventType::Warning, "BackOff", "Back-off restarting");
+    clock.sleep(Duration::from_millis(100)).await;
+    assert_eq!(stored_events(&api).await, vec![("BackOff".into(), 26, 0)]);
     writer.abort();
 }

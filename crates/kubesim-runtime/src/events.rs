@@ -2,24 +2,46 @@
 //! core/v1 Events (what `kubectl describe` and `kubectl get events` show).
 //! Repeats of the same event on the same object raise its `count` and
 //! `lastTimestamp` instead of creating another object, as upstream's
-//! correlator does. Writing is asynchronous and bounded: a component never
-//! waits for an event, and under overload events are dropped, not queued
-//! without limit.
+//! correlator does, and each object's events pass upstream's spam filter
+//! ([`crate::spam`]). Writing is asynchronous and bounded: a component
+//! never waits for an event, and under overload events are dropped, not
+//! queued without limit.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use std::time::Duration;
 
 use kubesim_core::meta;
 use kubesim_core::patch::PatchType;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
+use crate::spam::SpamFilter;
 use crate::{Api, Clock, ResourceRef, WriteOptions};
 
 /// Events waiting to be written before new ones are dropped.
 const QUEUE: usize = 10_000;
 /// Distinct events remembered for aggregation.
 const REMEMBERED: usize = 4096;
+
+/// How repeats of an event are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventStyle {
+    /// The core/v1 recorder (kube-controller-manager, kubelet): every
+    /// repeat raises the stored count, within the spam filter's budget.
+    Legacy,
+    /// The events.k8s.io recorder (kube-scheduler): the first repeat is
+    /// written at once, later ones are counted in memory and written every
+    /// 30 minutes, or when the series has been quiet for 6 minutes.
+    Series,
+}
+
+/// How often a series still being observed is written.
+const SERIES_REFRESH: Duration = Duration::from_secs(30 * 60);
+/// A series not observed for this long is written a last time and
+/// forgotten (a later repeat starts a new event).
+const SERIES_FINISH: Duration = Duration::from_secs(6 * 60);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
@@ -51,21 +73,33 @@ pub struct EventRecorder {
 }
 
 impl EventRecorder {
-    /// A recorder for `component` (e.g. `default-scheduler`), and the writer
-    /// future that must be polled for events to be written.
+    /// A core/v1 recorder for `component` (e.g. `kube-controller-manager`),
+    /// and the writer future that must be polled for events to be written.
     pub fn new(
         api: Arc<dyn Api>,
         clock: Clock,
         component: &str,
     ) -> (Self, impl std::future::Future<Output = ()> + Send) {
+        Self::with_style(api, clock, component, EventStyle::Legacy)
+    }
+
+    /// [`new`](Self::new) with a choice of how repeats are written.
+    pub fn with_style(
+        api: Arc<dyn Api>,
+        clock: Clock,
+        component: &str,
+        style: EventStyle,
+    ) -> (Self, impl std::future::Future<Output = ()> + Send) {
         let (tx, rx) = mpsc::channel(QUEUE);
         let writer = Writer {
             api,
             clock,
+            style,
             component: component.to_string(),
             seen: BTreeMap::new(),
             order: VecDeque::new(),
             sequence: 0,
+            spam: SpamFilter::default(),
         };
         (EventRecorder { tx }, writer.run(rx))
     }
@@ -118,55 +152,147 @@ type Identity = (String, String, &'static str, String, String);
 
 struct Seen {
     name: String,
+    namespace: String,
     count: u64,
+    /// Series only: repeats counted but not yet written.
+    unwritten: bool,
+    last_observed: jiff::Timestamp,
+    last_seen_at: Instant,
+    written_at: Instant,
 }
 
 struct Writer {
     api: Arc<dyn Api>,
     clock: Clock,
+    style: EventStyle,
     component: String,
     seen: BTreeMap<Identity, Seen>,
     order: VecDeque<Identity>,
     sequence: u64,
+    spam: SpamFilter,
 }
 
 impl Writer {
     async fn run(mut self, mut rx: mpsc::Receiver<Pending>) {
-        while let Some(p) = rx.recv().await {
-            self.write(p).await;
+        loop {
+            // A timer only while some series has repeats to write, set for
+            // the first one due.
+            let tick = self
+                .seen
+                .values()
+                .filter(|s| s.unwritten)
+                .map(|s| (s.last_seen_at + SERIES_FINISH).min(s.written_at + SERIES_REFRESH))
+                .min()
+                .map(|due| self.clock.sleep_until(due));
+            tokio::select! {
+                biased;
+                p = rx.recv() => match p {
+                    Some(p) => self.write(p).await,
+                    None => return,
+                },
+                _ = async {
+                    match tick {
+                        Some(t) => t.await,
+                        None => std::future::pending().await,
+                    }
+                } => self.flush_series().await,
+            }
         }
+    }
+
+    /// Writes the series due: those quiet for [`SERIES_FINISH`] (then
+    /// forgotten) and those last written [`SERIES_REFRESH`] ago.
+    async fn flush_series(&mut self) {
+        let now = self.clock.instant();
+        let due: Vec<Identity> = self
+            .seen
+            .iter()
+            .filter(|(_, s)| {
+                s.unwritten
+                    && (now >= s.last_seen_at + SERIES_FINISH
+                        || now >= s.written_at + SERIES_REFRESH)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            let Some(seen) = self.seen.get_mut(&id) else {
+                continue;
+            };
+            seen.unwritten = false;
+            seen.written_at = now;
+            let finished = now >= seen.last_seen_at + SERIES_FINISH;
+            let (ns, name, body) = (
+                seen.namespace.clone(),
+                seen.name.clone(),
+                series_patch(seen),
+            );
+            if finished {
+                self.seen.remove(&id);
+                self.order.retain(|o| o != &id);
+            }
+            if let Err(e) = self.patch_event(&ns, &name, body).await {
+                tracing::debug!(error = %e.message, "event series update failed");
+            }
+        }
+    }
+
+    async fn patch_event(
+        &self,
+        ns: &str,
+        name: &str,
+        body: Value,
+    ) -> Result<Value, kubesim_core::ApiError> {
+        self.api
+            .patch(
+                &ResourceRef::core("events"),
+                ns,
+                name,
+                PatchType::Merge,
+                body.to_string().into_bytes(),
+                None,
+                &WriteOptions::default(),
+            )
+            .await
     }
 
     async fn write(&mut self, p: Pending) {
         let events = ResourceRef::core("events");
         let now = meta::format_time(self.clock.now());
+        let object = p
+            .involved
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| p.involved.get("name").and_then(Value::as_str).unwrap_or(""))
+            .to_string();
+        // This writer is one source, so the object alone keys its bucket;
+        // the events.k8s.io recorder has no spam filter.
+        let spam_key = format!("{}/{object}", p.namespace);
+        if self.style == EventStyle::Legacy && !self.spam.allow(&spam_key, self.clock.instant()) {
+            tracing::debug!(reason = %p.reason, "event dropped by the spam filter");
+            return;
+        }
         let id: Identity = (
             p.namespace.clone(),
-            p.involved
-                .get("uid")
-                .and_then(Value::as_str)
-                .unwrap_or_else(|| p.involved.get("name").and_then(Value::as_str).unwrap_or(""))
-                .to_string(),
+            object,
             p.kind.as_str(),
             p.reason.clone(),
             p.message.clone(),
         );
         if let Some(seen) = self.seen.get_mut(&id) {
             seen.count += 1;
-            let patch = json!({"count": seen.count, "lastTimestamp": now});
-            let res = self
-                .api
-                .patch(
-                    &events,
-                    &p.namespace,
-                    &seen.name,
-                    PatchType::Merge,
-                    patch.to_string().into_bytes(),
-                    None,
-                    &WriteOptions::default(),
-                )
-                .await;
-            match res {
+            seen.last_observed = self.clock.now();
+            seen.last_seen_at = self.clock.instant();
+            if self.style == EventStyle::Series && seen.count > 2 {
+                seen.unwritten = true;
+                return;
+            }
+            seen.written_at = seen.last_seen_at;
+            let (ns, name) = (seen.namespace.clone(), seen.name.clone());
+            let body = match self.style {
+                EventStyle::Series => series_patch(seen),
+                EventStyle::Legacy => json!({"count": seen.count, "lastTimestamp": now}),
+            };
+            match self.patch_event(&ns, &name, body).await {
                 Ok(_) => return,
                 // Deleted meanwhile (e.g. with its namespace): start anew.
                 Err(e) if e.code == 404 => {
@@ -209,7 +335,19 @@ impl Writer {
             .await
         {
             Ok(_) => {
-                self.seen.insert(id.clone(), Seen { name, count: 1 });
+                let at = self.clock.instant();
+                self.seen.insert(
+                    id.clone(),
+                    Seen {
+                        name,
+                        namespace: p.namespace,
+                        count: 1,
+                        unwritten: false,
+                        last_observed: self.clock.now(),
+                        last_seen_at: at,
+                        written_at: at,
+                    },
+                );
                 self.order.push_back(id);
                 while self.order.len() > REMEMBERED {
                     if let Some(old) = self.order.pop_front() {
@@ -220,4 +358,17 @@ impl Writer {
             Err(e) => tracing::debug!(error = %e.message, "event create failed"),
         }
     }
+}
+
+/// The update of a series: its count and when it was last observed, in
+/// both the core/v1 fields and `series`, which events.k8s.io shows.
+fn series_patch(seen: &Seen) -> Value {
+    json!({
+        "count": seen.count,
+        "lastTimestamp": meta::format_time(seen.last_observed),
+        "series": {
+            "count": seen.count,
+            "lastObservedTime": meta::format_micro_time(seen.last_observed),
+        },
+    })
 }

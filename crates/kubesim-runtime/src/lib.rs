@@ -10,13 +10,14 @@ pub mod informer;
 #[cfg(feature = "remote")]
 pub mod remote;
 pub mod rng;
+mod spam;
 pub mod workqueue;
 
 pub use api::{
     Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
 };
 pub use clock::Clock;
-pub use events::{EventRecorder, EventType};
+pub use events::{EventRecorder, EventStyle, EventType};
 pub use informer::{
     metadata_only, ownership_only, Cache, Change, Informer, Informers, ObjectKey, Shape,
 };

@@ -211,7 +211,15 @@ pub async fn run_with_metrics(
         }
     }
     let served = Arc::new(profiles.keys().cloned().collect::<Vec<_>>());
-    let (recorder, events) = EventRecorder::new(api.clone(), clock.clone(), COMPONENT);
+    // kube-scheduler records through the events.k8s.io recorder: a pod
+    // retried for hours gets one FailedScheduling series, not a write per
+    // attempt.
+    let (recorder, events) = EventRecorder::with_style(
+        api.clone(),
+        clock.clone(),
+        COMPONENT,
+        kubesim_runtime::EventStyle::Series,
+    );
     let shared = Arc::new(Shared {
         api: api.clone(),
         cache: Cache::new(),

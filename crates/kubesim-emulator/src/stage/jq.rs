@@ -113,7 +113,12 @@ impl Jq {
     fn run_jaq(&self, input: &Input) -> Vec<Value> {
         let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
         let mut values = Vec::new();
-        for v in self.filter.id.run((ctx, input.val().clone())).map(unwrap_valr) {
+        for v in self
+            .filter
+            .id
+            .run((ctx, input.val().clone()))
+            .map(unwrap_valr)
+        {
             match v {
                 // Val prints as JSON; outputs are small scalars in practice.
                 Ok(v) => values.push(serde_json::from_str(&v.to_string()).unwrap_or(Value::Null)),
@@ -190,7 +195,11 @@ mod tests {
             let jq = Jq::compile(src).unwrap();
             assert!(jq.path.is_some(), "{src} is a plain path");
             for o in &objs {
-                assert_eq!(jq.run(&Input::new(o)), jq.run_jaq(&Input::new(o)), "{src} on {o}");
+                assert_eq!(
+                    jq.run(&Input::new(o)),
+                    jq.run_jaq(&Input::new(o)),
+                    "{src} on {o}"
+                );
             }
         }
         for src in [".a[0]", ".a | .b", ".", ".a.\"b c\"", "..a", ".a.b // 1"] {
