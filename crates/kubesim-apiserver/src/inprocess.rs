@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use kubesim_core::patch::PatchType;
@@ -74,23 +75,29 @@ fn quiet(opts: &WriteOptions) -> WriteOptions {
     opts
 }
 
-/// A watch frame as components see it. Frames whose object does not parse
-/// (which the server never sends) become errors rather than being dropped,
-/// so a consumer notices and relists.
-fn to_event(frame: WatchFrame) -> WatchEvent {
+/// A watch frame as components see it, with the object's bytes. Frames
+/// whose object does not parse (which the server never sends) become
+/// errors rather than being dropped, so a consumer notices and relists.
+fn to_event(frame: WatchFrame) -> (WatchEvent, Option<Bytes>) {
     match frame {
         WatchFrame::Event { kind, object } => match serde_json::from_slice::<Value>(&object) {
-            Ok(obj) => match kind {
-                "ADDED" => WatchEvent::Added(obj),
-                "DELETED" => WatchEvent::Deleted(obj),
-                _ => WatchEvent::Modified(obj),
-            },
-            Err(e) => WatchEvent::Error(ApiError::internal(format!(
-                "watch event object is corrupt: {e}"
-            ))),
+            Ok(obj) => {
+                let ev = match kind {
+                    "ADDED" => WatchEvent::Added(obj),
+                    "DELETED" => WatchEvent::Deleted(obj),
+                    _ => WatchEvent::Modified(obj),
+                };
+                (ev, Some(object))
+            }
+            Err(e) => (
+                WatchEvent::Error(ApiError::internal(format!(
+                    "watch event object is corrupt: {e}"
+                ))),
+                None,
+            ),
         },
-        WatchFrame::Bookmark { rev, .. } => WatchEvent::Bookmark(rev.to_string()),
-        WatchFrame::Error(e) => WatchEvent::Error(e),
+        WatchFrame::Bookmark { rev, .. } => (WatchEvent::Bookmark(rev.to_string()), None),
+        WatchFrame::Error(e) => (WatchEvent::Error(e), None),
     }
 }
 
@@ -223,6 +230,19 @@ impl Api for InProcess {
         ns: &str,
         opts: &ListOptions,
     ) -> Result<BoxStream<'static, WatchEvent>, ApiError> {
+        Ok(self
+            .watch_with_bytes(r, ns, opts)
+            .await?
+            .map(|(ev, _)| ev)
+            .boxed())
+    }
+
+    async fn watch_with_bytes(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        opts: &ListOptions,
+    ) -> Result<BoxStream<'static, (WatchEvent, Option<Bytes>)>, ApiError> {
         let res = self.resource(r)?;
         Self::check(&res, ns, None, false)?;
         let rx = self.server.watch(WatchRequest {

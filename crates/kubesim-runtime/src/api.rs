@@ -2,6 +2,7 @@
 //! the same process or across the network. Request options mirror the query
 //! parameters of the Kubernetes API so both transports mean the same thing.
 
+use bytes::Bytes;
 use futures::stream::BoxStream;
 use kubesim_core::patch::PatchType;
 use kubesim_core::ApiError;
@@ -128,4 +129,17 @@ pub trait Api: Send + Sync {
         ns: &str,
         opts: &ListOptions,
     ) -> Result<BoxStream<'static, WatchEvent>, ApiError>;
+    /// [`watch`](Self::watch), each event with its object's serialized JSON
+    /// when the transport has it at hand. In process that is the API
+    /// server's stored bytes, which an informer's cache then shares instead
+    /// of keeping a copy.
+    async fn watch_with_bytes(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        opts: &ListOptions,
+    ) -> Result<BoxStream<'static, (WatchEvent, Option<Bytes>)>, ApiError> {
+        use futures::StreamExt;
+        Ok(self.watch(r, ns, opts).await?.map(|e| (e, None)).boxed())
+    }
 }

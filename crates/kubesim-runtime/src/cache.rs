@@ -5,29 +5,46 @@
 //! ([`Cache::select`], [`Cache::controlled_by`], [`Cache::on_node`]) rather
 //! than parsing a whole namespace to filter it.
 //!
-//! `metadata.managedFields` is dropped on the way in: no control loop reads
-//! it, and it is often the largest part of an object.
+//! `metadata.managedFields` is dropped on the way out: no control loop
+//! reads it. When the transport hands over the object's serialized form
+//! (in process, the API server's stored bytes), the cache keeps those
+//! bytes, shared rather than copied; otherwise it serializes the object
+//! itself. A shaped cache (e.g. metadata only) applies its shape on parse.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use kubesim_core::meta;
 use kubesim_core::selector::LabelSelector;
+use kubesim_store::Attrs;
 use parking_lot::RwLock;
 use serde_json::Value;
 
-use crate::informer::{Change, ObjectKey};
+use crate::informer::{Change, ObjectKey, Transform};
 
 struct Entry {
-    json: Box<[u8]>,
+    json: Bytes,
     resource_version: String,
-    labels: BTreeMap<String, String>,
+    /// Keys and values in turn, packed into one allocation.
+    labels: Attrs,
     controller: Option<String>,
     node: Option<String>,
 }
 
+fn label_of<'a>(labels: &'a Attrs, key: &str) -> Option<&'a str> {
+    let mut it = labels.iter();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        if k == key {
+            return Some(v);
+        }
+    }
+    None
+}
+
 impl Entry {
-    fn of(obj: &Value) -> Self {
+    /// `obj` as cached, with its serialized form if the caller has it.
+    fn of(obj: &Value, json: Option<Bytes>) -> Self {
         let controller = obj
             .pointer("/metadata/ownerReferences")
             .and_then(Value::as_array)
@@ -38,12 +55,17 @@ impl Entry {
             .and_then(|r| r.get("uid"))
             .and_then(Value::as_str)
             .map(String::from);
+        let labels = meta::labels(obj);
         Entry {
-            json: serde_json::to_vec(obj)
-                .unwrap_or_default()
-                .into_boxed_slice(),
+            json: json.unwrap_or_else(|| {
+                Bytes::from(
+                    serde_json::to_vec(obj)
+                        .unwrap_or_default()
+                        .into_boxed_slice(),
+                )
+            }),
             resource_version: meta::resource_version(obj).to_string(),
-            labels: meta::labels(obj),
+            labels: Attrs::new(labels.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()])),
             controller,
             node: obj
                 .pointer("/spec/nodeName")
@@ -53,9 +75,17 @@ impl Entry {
         }
     }
 
-    fn parse(&self) -> Arc<Value> {
+    fn parse(&self, shape: Option<Transform>) -> Arc<Value> {
         // The bytes were serialized from a Value, so they parse back.
-        Arc::new(serde_json::from_slice(&self.json).unwrap_or(Value::Null))
+        let obj = strip(serde_json::from_slice(&self.json).unwrap_or(Value::Null));
+        Arc::new(match shape {
+            Some(t) => t(obj),
+            None => obj,
+        })
+    }
+
+    fn labels_match(&self, selector: &LabelSelector) -> bool {
+        selector.matches(&|k| label_of(&self.labels, k))
     }
 }
 
@@ -102,9 +132,13 @@ impl Inner {
         Some(old)
     }
 
-    fn parse_keys<'a>(&self, keys: impl Iterator<Item = &'a ObjectKey>) -> Vec<Arc<Value>> {
+    fn parse_keys<'a>(
+        &self,
+        keys: impl Iterator<Item = &'a ObjectKey>,
+        shape: Option<Transform>,
+    ) -> Vec<Arc<Value>> {
         keys.filter_map(|k| self.objects.get(k))
-            .map(Entry::parse)
+            .map(|e| e.parse(shape))
             .collect()
     }
 }
@@ -113,6 +147,8 @@ impl Inner {
 #[derive(Default)]
 pub struct Cache {
     inner: RwLock<Inner>,
+    /// Applied to every object read, when the cache keeps a shape of them.
+    shape: Option<Transform>,
 }
 
 fn strip(mut obj: Value) -> Value {
@@ -123,12 +159,21 @@ fn strip(mut obj: Value) -> Value {
 }
 
 impl Cache {
+    /// A cache whose objects are read through `shape`, as its informer
+    /// shapes the objects it reports.
+    pub(crate) fn shaped(shape: Transform) -> Self {
+        Cache {
+            inner: RwLock::default(),
+            shape: Some(shape),
+        }
+    }
+
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
         self.inner
             .read()
             .objects
             .get(&ObjectKey::new(namespace, name))
-            .map(Entry::parse)
+            .map(|e| e.parse(self.shape))
     }
 
     pub fn contains(&self, namespace: &str, name: &str) -> bool {
@@ -145,7 +190,7 @@ impl Cache {
             .read()
             .objects
             .values()
-            .map(Entry::parse)
+            .map(|e| e.parse(self.shape))
             .collect()
     }
 
@@ -157,7 +202,7 @@ impl Cache {
             .objects
             .range(from..)
             .take_while(|(k, _)| k.namespace == namespace)
-            .map(|(_, e)| e.parse())
+            .map(|(_, e)| e.parse(self.shape))
             .collect()
     }
 
@@ -165,20 +210,20 @@ impl Cache {
     /// `selector` matches, in key order; only those are parsed.
     pub fn select(&self, namespace: Option<&str>, selector: &LabelSelector) -> Vec<Arc<Value>> {
         let inner = self.inner.read();
-        let matching = |(_, e): &(&ObjectKey, &Entry)| selector.matches_map(&e.labels);
+        let matching = |(_, e): &(&ObjectKey, &Entry)| e.labels_match(selector);
         match namespace {
             Some(ns) => inner
                 .objects
                 .range(ObjectKey::new(ns, "")..)
                 .take_while(|(k, _)| k.namespace == ns)
                 .filter(matching)
-                .map(|(_, e)| e.parse())
+                .map(|(_, e)| e.parse(self.shape))
                 .collect(),
             None => inner
                 .objects
                 .iter()
                 .filter(matching)
-                .map(|(_, e)| e.parse())
+                .map(|(_, e)| e.parse(self.shape))
                 .collect(),
         }
     }
@@ -187,7 +232,7 @@ impl Cache {
     pub fn controlled_by(&self, uid: &str) -> Vec<Arc<Value>> {
         let inner = self.inner.read();
         match inner.by_controller.get(uid) {
-            Some(keys) => inner.parse_keys(keys.iter()),
+            Some(keys) => inner.parse_keys(keys.iter(), self.shape),
             None => Vec::new(),
         }
     }
@@ -196,7 +241,7 @@ impl Cache {
     pub fn on_node(&self, node: &str) -> Vec<Arc<Value>> {
         let inner = self.inner.read();
         match inner.by_node.get(node) {
-            Some(keys) => inner.parse_keys(keys.iter()),
+            Some(keys) => inner.parse_keys(keys.iter(), self.shape),
             None => Vec::new(),
         }
     }
@@ -207,7 +252,14 @@ impl Cache {
             .read()
             .objects
             .get(&ObjectKey::new(namespace, name))
-            .map(|e| e.labels.clone())
+            .map(|e| {
+                let mut it = e.labels.iter();
+                let mut out = BTreeMap::new();
+                while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                    out.insert(k.to_string(), v.to_string());
+                }
+                out
+            })
     }
 
     pub fn keys(&self) -> Vec<ObjectKey> {
@@ -225,13 +277,19 @@ impl Cache {
     /// Stores `obj`; the change to report. Informers call it; so may a
     /// test filling a cache by hand.
     pub fn upsert(&self, obj: Value) -> Change {
+        self.upsert_with(obj, None)
+    }
+
+    /// [`upsert`](Self::upsert), keeping `json` (the object's serialized
+    /// form, before any shaping) instead of serializing `obj` again.
+    pub(crate) fn upsert_with(&self, obj: Value, json: Option<Bytes>) -> Change {
         let obj = strip(obj);
         let key = ObjectKey::of(&obj);
-        let entry = Entry::of(&obj);
+        let entry = Entry::of(&obj, json);
         let new = Arc::new(obj);
         match self.inner.write().insert(key, entry) {
             Some(old) => Change::Modified {
-                old: old.parse(),
+                old: old.parse(self.shape),
                 new,
             },
             None => Change::Added(new),
@@ -243,7 +301,7 @@ impl Cache {
     pub(crate) fn delete(&self, obj: Value) -> Change {
         let key = ObjectKey::of(&obj);
         match self.inner.write().remove(&key) {
-            Some(old) => Change::Deleted(old.parse()),
+            Some(old) => Change::Deleted(old.parse(self.shape)),
             None => Change::Deleted(Arc::new(strip(obj))),
         }
     }
@@ -262,19 +320,19 @@ impl Cache {
             match fresh.get(k) {
                 Some(new) if meta::resource_version(new) != prev.resource_version => {
                     changes.push(Change::Modified {
-                        old: prev.parse(),
+                        old: prev.parse(self.shape),
                         new: Arc::new(new.clone()),
                     })
                 }
                 Some(_) => {}
-                None => changes.push(Change::Deleted(prev.parse())),
+                None => changes.push(Change::Deleted(prev.parse(self.shape))),
             }
         }
         for (k, new) in fresh {
             if !old.objects.contains_key(&k) {
                 changes.push(Change::Added(Arc::new(new.clone())));
             }
-            let e = Entry::of(&new);
+            let e = Entry::of(&new, None);
             inner.insert(k, e);
         }
         changes

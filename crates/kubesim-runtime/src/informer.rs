@@ -171,6 +171,7 @@ impl Informer {
     fn with_transform(mut self: Arc<Self>, t: Transform) -> Arc<Self> {
         if let Some(i) = Arc::get_mut(&mut self) {
             i.transform = Some(t);
+            i.cache = Arc::new(Cache::shaped(t));
         }
         self
     }
@@ -265,10 +266,11 @@ impl Informer {
         }
     }
 
-    fn apply(&self, event: WatchEvent) -> Option<Change> {
+    /// `json`: the object's serialized form, if the transport had it.
+    fn apply(&self, event: WatchEvent, json: Option<bytes::Bytes>) -> Option<Change> {
         match event {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                Some(self.cache.upsert(self.shape(o)))
+                Some(self.cache.upsert_with(self.shape(o), json))
             }
             WatchEvent::Deleted(o) => Some(self.cache.delete(self.shape(o))),
             WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
@@ -301,7 +303,10 @@ impl Informer {
                 let mut opts = self.options();
                 opts.resource_version = Some(rv.clone());
                 opts.allow_bookmarks = true;
-                let mut stream = match self.api.watch(&self.resource, &self.namespace, &opts).await
+                let mut stream = match self
+                    .api
+                    .watch_with_bytes(&self.resource, &self.namespace, &opts)
+                    .await
                 {
                     Ok(s) => s,
                     Err(e) => {
@@ -313,7 +318,7 @@ impl Informer {
                     }
                 };
                 let mut relist = false;
-                while let Some(ev) = stream.next().await {
+                while let Some((ev, json)) = stream.next().await {
                     match &ev {
                         WatchEvent::Bookmark(v) => rv = v.clone(),
                         WatchEvent::Error(e) => {
@@ -327,7 +332,7 @@ impl Informer {
                             rv = meta::resource_version(o).to_string();
                         }
                     }
-                    if let Some(change) = self.apply(ev) {
+                    if let Some(change) = self.apply(ev, json) {
                         self.emit(change);
                     }
                 }

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use kubesim_store::{MemStore, Options, Store, WriteOp};
+use kubesim_store::{Attrs, MemStore, Options, Store, WriteOp};
 
 fn body(i: usize) -> Bytes {
     Bytes::from(format!(
@@ -19,7 +19,7 @@ fn filled(n: usize) -> MemStore {
         s.write("pods", &format!("default/p{i:07}"), &mut |_, _| {
             WriteOp::Put {
                 bytes: b.clone(),
-                attrs: Box::new([]),
+                attrs: Attrs::default(),
             }
         })
         .expect("write");
@@ -37,7 +37,7 @@ fn writes(c: &mut Criterion) {
             s.write("pods", &format!("default/p{i:09}"), &mut |_, _| {
                 WriteOp::Put {
                     bytes: payload.clone(),
-                    attrs: Box::new([]),
+                    attrs: Attrs::default(),
                 }
             })
             .expect("write")
@@ -54,7 +54,7 @@ fn snapshots(c: &mut Criterion) {
                 let b2 = body(1);
                 s.write("pods", "default/zz", &mut |_, _| WriteOp::Put {
                     bytes: b2.clone(),
-                    attrs: Box::new([]),
+                    attrs: Attrs::default(),
                 })
                 .expect("write");
                 s.current_rev() - 1_000

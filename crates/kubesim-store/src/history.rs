@@ -47,6 +47,7 @@ impl History {
 mod tests {
     use super::*;
     use crate::record::{EventType, Record};
+    use crate::Attrs;
 
     fn ev(rev: u64) -> Arc<Event> {
         Arc::new(Event {
@@ -57,7 +58,7 @@ mod tests {
             record: Arc::new(Record {
                 rev,
                 bytes: Default::default(),
-                attrs: Box::new([]),
+                attrs: Attrs::default(),
             }),
             prev: None,
         })

@@ -9,14 +9,16 @@
 //! [`Store`] is the interface handlers use. [`MemStore`] implements it in
 //! memory, optionally made durable by a [`durable::Persister`].
 
+mod attrs;
 pub mod durable;
 mod history;
 mod mem;
 mod record;
 mod watch;
 
+pub use attrs::Attrs;
 pub use mem::{MemStore, Options};
-pub use record::{Attrs, Event, EventType, Record};
+pub use record::{Event, EventType, Record};
 pub use watch::WatchStream;
 
 use std::sync::Arc;

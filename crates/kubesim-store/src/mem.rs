@@ -9,9 +9,9 @@ use tokio::sync::broadcast;
 
 use crate::durable::{Loaded, Op, Persister};
 use crate::history::History;
-use crate::record::{Attrs, Event, EventType, Record};
+use crate::record::{Event, EventType, Record};
 use crate::watch::WatchStream;
-use crate::{Committed, Snapshot, Store, StoreError, WriteOp};
+use crate::{Attrs, Committed, Snapshot, Store, StoreError, WriteOp};
 
 /// Tuning of a [`MemStore`].
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ pub struct MemStore {
 impl MemStore {
     /// A store that keeps everything in memory.
     pub fn ephemeral(opts: Options) -> Self {
-        Self::build(opts, None, None, &|_, _| Box::new([]))
+        Self::build(opts, None, None, &|_, _| Attrs::default())
     }
 
     /// A store persisted in the database file at `path`; existing objects are
@@ -348,7 +348,7 @@ mod tests {
         let body = body.to_string();
         s.write("pods", key, &mut |_, _| WriteOp::Put {
             bytes: Bytes::from(body.clone()),
-            attrs: Box::new([]),
+            attrs: Attrs::default(),
         })
         .unwrap()
         .rev
@@ -453,14 +453,14 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("db.redb");
         {
-            let s = MemStore::durable(&path, Options::default(), &|_, _| Box::new([])).unwrap();
+            let s = MemStore::durable(&path, Options::default(), &|_, _| Attrs::default()).unwrap();
             put(&s, "a", "1");
             put(&s, "b", "2");
             let r = del(&s, "a");
             s.wait_durable(r).await.unwrap();
             s.close();
         }
-        let s = MemStore::durable(&path, Options::default(), &|_, _| Box::new([])).unwrap();
+        let s = MemStore::durable(&path, Options::default(), &|_, _| Attrs::default()).unwrap();
         assert_eq!(s.current_rev(), 3);
         assert!(s.get("pods", "a").is_none());
         let b = s.get("pods", "b").unwrap();

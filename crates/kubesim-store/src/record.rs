@@ -4,10 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-/// Caller-defined index attributes of a record (e.g. labels and selectable
-/// field values, flattened). The store keeps them next to the bytes so
-/// selectors can be evaluated without parsing the object.
-pub type Attrs = Box<[Box<str>]>;
+use crate::attrs::Attrs;
 
 /// One object at one revision.
 #[derive(Debug)]

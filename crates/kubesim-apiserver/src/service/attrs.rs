@@ -12,37 +12,31 @@ use serde_json::Value;
 pub fn compute(resource: &ResourceInfo, obj: &Value) -> Attrs {
     let fields = field_values(resource, obj);
     let labels = kubesim_core::meta::labels(obj);
-    let mut v: Vec<Box<str>> = Vec::with_capacity(fields.len() * 2 + 1 + labels.len() * 2);
-    for (f, val) in fields {
-        v.push(f.into());
-        v.push(val.into());
-    }
-    v.push("".into());
-    for (k, val) in labels {
-        v.push(k.into());
-        v.push(val.into());
-    }
-    v.into_boxed_slice()
+    let fields = fields.iter().flat_map(|(f, v)| [*f, v.as_str()]);
+    let labels = labels.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]);
+    Attrs::new(fields.chain([""]).chain(labels))
 }
 
-fn split(attrs: &[Box<str>]) -> (&[Box<str>], &[Box<str>]) {
-    // Only a field-name slot can hold the separator: a field's value may
-    // itself be empty (an unscheduled pod's spec.nodeName).
-    match attrs
-        .iter()
-        .enumerate()
-        .position(|(i, s)| i % 2 == 0 && s.is_empty())
-    {
-        Some(i) => (&attrs[..i], &attrs[i + 1..]),
-        None => (attrs, &[]),
+/// The value of field `key` (`labels` false) or of label `key` (true).
+fn lookup<'a>(attrs: &'a Attrs, labels: bool, key: &str) -> Option<&'a str> {
+    let mut it = attrs.iter();
+    let mut in_labels = false;
+    while let Some(k) = it.next() {
+        // Only a field-name slot can hold the separator: a field's value
+        // may itself be empty (an unscheduled pod's spec.nodeName).
+        if k.is_empty() && !in_labels {
+            if !labels {
+                return None;
+            }
+            in_labels = true;
+            continue;
+        }
+        let v = it.next()?;
+        if in_labels == labels && k == key {
+            return Some(v);
+        }
     }
-}
-
-fn lookup<'a>(pairs: &'a [Box<str>], key: &str) -> Option<&'a str> {
-    pairs
-        .chunks_exact(2)
-        .find(|c| &*c[0] == key)
-        .map(|c| &*c[1])
+    None
 }
 
 /// What a list or watch asks for.
@@ -57,12 +51,12 @@ impl Filter {
         self.labels.is_empty() && self.fields.is_empty()
     }
 
-    pub fn matches(&self, attrs: &[Box<str>]) -> bool {
+    pub fn matches(&self, attrs: &Attrs) -> bool {
         if self.is_everything() {
             return true;
         }
-        let (fields, labels) = split(attrs);
-        self.fields.matches(&|f| lookup(fields, f)) && self.labels.matches(&|k| lookup(labels, k))
+        self.fields.matches(&|f| lookup(attrs, false, f))
+            && self.labels.matches(&|k| lookup(attrs, true, k))
     }
 }
 
@@ -72,12 +66,10 @@ mod tests {
 
     #[test]
     fn an_empty_field_value_does_not_hide_the_labels() {
-        let attrs: Vec<Box<str>> = ["spec.nodeName", "", "", "app", "web"]
-            .into_iter()
-            .map(Box::from)
-            .collect();
-        let (fields, labels) = split(&attrs);
-        assert_eq!(lookup(fields, "spec.nodeName"), Some(""));
-        assert_eq!(lookup(labels, "app"), Some("web"));
+        let attrs = Attrs::new(["spec.nodeName", "", "", "app", "web"]);
+        assert_eq!(lookup(&attrs, false, "spec.nodeName"), Some(""));
+        assert_eq!(lookup(&attrs, true, "app"), Some("web"));
+        assert_eq!(lookup(&attrs, false, "app"), None);
+        assert_eq!(lookup(&attrs, true, "spec.nodeName"), None);
     }
 }

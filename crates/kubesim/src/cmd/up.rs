@@ -64,11 +64,11 @@ pub fn open_store(
     let reg = server_registry.clone();
     let indexer = move |resource: &str, bytes: &[u8]| -> kubesim_store::Attrs {
         let Ok(obj) = serde_json::from_slice::<serde_json::Value>(bytes) else {
-            return Box::new([]);
+            return kubesim_store::Attrs::default();
         };
         match resource_for_key(&reg, resource, &obj) {
             Some(r) => attrs::compute(&r, &obj),
-            None => Box::new([]),
+            None => kubesim_store::Attrs::default(),
         }
     };
     let store = MemStore::durable(&data_dir.join("state.redb"), Options::default(), &indexer)
