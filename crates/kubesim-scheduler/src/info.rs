@@ -11,6 +11,7 @@ use kubesim_runtime::ObjectKey;
 use serde_json::Value;
 
 use crate::framework::{AffinityFlags, HostPort, NodeInfo, PodInfo, Resources, Taint};
+use crate::view::scheduling_view;
 
 /// CPU counted for a container without a cpu request when scoring (upstream
 /// `DefaultMilliCPURequest`).
@@ -210,8 +211,10 @@ pub fn pod_host_ports(pod: &Value) -> Vec<HostPort> {
 }
 
 impl PodInfo {
-    /// Everything the scheduler computes once per pod version.
+    /// Everything the scheduler computes once per pod version; of the pod
+    /// itself only its [`scheduling_view`] is kept.
     pub fn from_pod(pod: Arc<Value>) -> PodInfo {
+        let pod = Arc::new(scheduling_view(&pod));
         let (requests, non_zero_requests) = pod_requests(&pod);
         PodInfo {
             key: ObjectKey::of(&pod),

@@ -55,6 +55,7 @@ pub mod preemption;
 pub mod profile;
 pub mod queue;
 pub mod scheduler;
+pub mod view;
 
 pub use config::SchedulerConfig;
 pub use scheduler::{run, run_with_metrics, Metrics};

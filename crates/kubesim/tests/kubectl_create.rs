@@ -370,3 +370,49 @@ fn drain_evict_and_update_with_protobuf_bodies() {
     assert_eq!(code, 400, "{body}");
     assert!(body.contains("unable to decode protobuf body"), "{body}");
 }
+
+/// The field manager owns what the client sent plus the scheme defaults,
+/// not what admission or the create strategy added afterwards (the token
+/// volume, priority, default tolerations, the initial status), as on a
+/// real cluster.
+#[test]
+fn run_records_the_writers_fields_only() {
+    let c = start("managed");
+    c.ok(&["run", "web", "--image=nginx:1.27", "--restart=Never"]);
+    let pod = c.get(&["pod", "web", "--show-managed-fields"]);
+    let entries = pod["metadata"]["managedFields"].as_array().unwrap();
+    let run = entries
+        .iter()
+        .find(|m| m["manager"] == "kubectl-run")
+        .unwrap_or_else(|| panic!("no kubectl-run entry: {entries:?}"));
+    assert_eq!(run["operation"], "Update");
+    let fields = &run["fieldsV1"];
+    let spec = fields["f:spec"].as_object().unwrap();
+    for owned in [
+        "f:containers",
+        "f:dnsPolicy",
+        "f:enableServiceLinks",
+        "f:restartPolicy",
+        "f:schedulerName",
+        "f:securityContext",
+        "f:terminationGracePeriodSeconds",
+    ] {
+        assert!(spec.contains_key(owned), "{owned} missing: {fields}");
+    }
+    for added in [
+        "f:volumes",
+        "f:tolerations",
+        "f:priority",
+        "f:preemptionPolicy",
+        "f:serviceAccountName",
+    ] {
+        assert!(!spec.contains_key(added), "{added} owned: {fields}");
+    }
+    let container = &spec["f:containers"]["k:{\"name\":\"web\"}"];
+    assert!(container.get("f:imagePullPolicy").is_some(), "{fields}");
+    assert!(container.get("f:volumeMounts").is_none(), "{fields}");
+    assert!(fields.get("f:status").is_none(), "{fields}");
+    // The fields themselves are there all the same.
+    assert_eq!(pod["spec"]["serviceAccountName"], "default");
+    assert_eq!(pod["status"]["phase"], "Pending");
+}

@@ -224,22 +224,24 @@ impl Server {
         }
         self.check_type(resource, &mut obj)?;
         let warnings = self.check_fields(resource, &obj, opts)?;
-        self.prepare_create(resource, ns, &mut obj)?;
-        let name = meta::name(&obj).to_string();
         let mgr = manager(opts, caller);
-        let now = self.now_string();
-        patch::track_update(resource, None, &mut obj, &mgr, None, &now);
+        self.prepare_create(resource, ns, &mut obj, Some(&mgr))?;
+        let name = meta::name(&obj).to_string();
         self.finish_create(resource, ns, &name, obj, opts, warnings)
             .await
     }
 
     /// Everything a create does before the commit: namespace, name,
     /// server metadata, status reset, defaulting, admission, validation.
+    /// With a `manager`, its managedFields entry is recorded where
+    /// upstream's handler records it: after the scheme defaults, before
+    /// admission and the create strategy add their fields.
     pub(crate) fn prepare_create(
         &self,
         resource: &ResourceInfo,
         ns: &str,
         obj: &mut Value,
+        manager: Option<&str>,
     ) -> Result<(), ApiError> {
         let m = meta::metadata_mut(obj);
         if resource.namespaced() {
@@ -309,9 +311,23 @@ impl Server {
         if resource.namespaced() {
             self.check_namespace_open(ns)?;
         }
+        defaults::apply_scheme(resource, obj);
+        if let Some(mgr) = manager {
+            // The status of a resource with a status subresource is reset
+            // by the strategy, so upstream's field manager leaves it out.
+            let status = match obj.as_object_mut() {
+                Some(o) if resource.has_subresource("status") => o.remove("status"),
+                _ => None,
+            };
+            let now = self.now_string();
+            patch::track_update(resource, None, obj, mgr, None, &now);
+            if let (Some(st), Some(o)) = (status, obj.as_object_mut()) {
+                o.insert("status".into(), st);
+            }
+        }
         let rng = self.rng.clone();
         let mut suffix = move || rng.suffix(5);
-        defaults::apply(
+        defaults::admit(
             resource,
             obj,
             &mut defaults::Context {
@@ -523,7 +539,8 @@ impl Server {
             let stored = self.stored_as(resource);
             let target: &ResourceInfo = stored.as_deref().unwrap_or(resource);
             let mut obj = kubesim_core::convert::to_storage(resource, obj)?;
-            self.prepare_create(target, ns, &mut obj)?;
+            // Server-side apply has recorded its manager already.
+            self.prepare_create(target, ns, &mut obj, None)?;
             return match self
                 .finish_create(target, ns, name, obj, opts, warnings.clone())
                 .await

@@ -33,11 +33,25 @@ pub struct Context<'a> {
 
 /// Fills in defaults for `obj` of `resource`.
 pub fn apply(resource: &ResourceInfo, obj: &mut Value, ctx: &mut Context<'_>) {
+    apply_scheme(resource, obj);
+    admit(resource, obj, ctx);
+}
+
+/// What admission adds after the field manager has run (see
+/// [`pod::admit_pod`]); only pods have such fields.
+pub fn admit(resource: &ResourceInfo, obj: &mut Value, ctx: &mut Context<'_>) {
+    if obj.is_object() && !resource.is_custom() && resource.group.is_empty() && resource.kind == "Pod" {
+        pod::admit_pod(obj, ctx);
+    }
+}
+
+/// The scheme defaults alone, as decoding applies them.
+pub fn apply_scheme(resource: &ResourceInfo, obj: &mut Value) {
     if !obj.is_object() || resource.is_custom() {
         return;
     }
     match (resource.group.as_str(), resource.kind.as_str()) {
-        ("", "Pod") => pod::default_pod(obj, ctx),
+        ("", "Pod") => pod::default_pod(obj),
         ("", "PodTemplate") => {
             if let Some(t) = obj.get_mut("template") {
                 pod::default_template(t);

@@ -21,8 +21,23 @@ const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 const CONTAINER_LISTS: [&str; 3] = ["initContainers", "containers", "ephemeralContainers"];
 
-/// Defaults for a Pod object: spec, admission-added fields and status.
-pub fn default_pod(obj: &mut Value, ctx: &mut Context<'_>) {
+/// The scheme defaults of a Pod object (what decoding fills in, before
+/// the field manager records the writer's fields).
+pub fn default_pod(obj: &mut Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    if let Some(spec) = child_obj(root, "spec") {
+        default_pod_spec(spec);
+        default_requests_from_limits(spec);
+        set_default(spec, "enableServiceLinks", true);
+    }
+}
+
+/// What admission and the create strategy add to a Pod after the field
+/// manager has run, so no manager owns them: the service account token
+/// volume, the priority, the default tolerations, and the initial status.
+pub fn admit_pod(obj: &mut Value, ctx: &mut Context<'_>) {
     let Some(root) = obj.as_object_mut() else {
         return;
     };
@@ -32,9 +47,6 @@ pub fn default_pod(obj: &mut Value, ctx: &mut Context<'_>) {
         .and_then(|a| a.get(MIRROR_ANNOTATION))
         .is_some();
     if let Some(spec) = child_obj(root, "spec") {
-        default_pod_spec(spec);
-        default_requests_from_limits(spec);
-        set_default(spec, "enableServiceLinks", true);
         if !mirror {
             service_account(spec, ctx);
         }

@@ -52,6 +52,13 @@ pub struct BenchArgs {
     /// measuring CPU and memory.
     #[arg(long, default_value_t = 0)]
     pub hold: u64,
+    /// `api`: give the pods a scheduler name nobody serves, so that no
+    /// component writes to them: the API server's own cost per stored
+    /// pod. By default the cluster's scheduler (with no nodes to offer)
+    /// marks every pod unschedulable, which adds a second version of the
+    /// pod to the watch history and an Event.
+    #[arg(long)]
+    pub unscheduled: bool,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -130,8 +137,8 @@ pub(crate) async fn request(
 }
 
 /// A pod about the size of a real one (~2.5 KB of JSON once defaulted).
-fn pod(i: usize) -> Bytes {
-    let v = json!({
+fn pod(i: usize, unscheduled: bool) -> Bytes {
+    let mut v = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": format!("bench-{i:07}"), "labels": {"app": "bench", "shard": (i % 16).to_string(), "pod-template-hash": "5d8f7c9b6"},
             "annotations": {"kubesim.io/run-duration": "60s"}},
@@ -140,6 +147,9 @@ fn pod(i: usize) -> Bytes {
             "env": [{"name": "MODE", "value": "production"}, {"name": "REGION", "value": "eu-west"}],
             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}}]}
     });
+    if unscheduled {
+        v["spec"]["schedulerName"] = json!("kubesim-bench-unserved");
+    }
     Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
 }
 
@@ -257,11 +267,12 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
     let pid = child.child.id();
     let rss_before = rss_kib(pid);
 
-    let create_pod: Arc<MakeRequest> = Arc::new(|i| {
+    let unscheduled = args.unscheduled;
+    let create_pod: Arc<MakeRequest> = Arc::new(move |i| {
         (
             "POST",
             "/api/v1/namespaces/default/pods".to_string(),
-            Some(pod(i)),
+            Some(pod(i, unscheduled)),
             201,
         )
     });
