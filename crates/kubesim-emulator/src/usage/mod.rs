@@ -19,6 +19,8 @@ use kubesim_core::{meta, quantity::Quantity, ApiError};
 use kubesim_runtime::{Api, Cache, Clock, DeleteOptions, ResourceRef, WriteOptions};
 use serde_json::{json, Value};
 
+pub mod cel;
+
 use crate::apate::{types::bytes_quantity, Faults};
 use crate::managed::NodeSelector;
 
