@@ -202,3 +202,63 @@ mod tests {
         assert!(Rule::from_object(Arc::new(obj), true).is_err());
     }
 }
+
+#[cfg(test)]
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(Value::from),
+            "[a-z0-9 .()\"]{0,8}".prop_map(Value::String),
+            proptest::sample::select(vec!["250m", "1Mi", "Quantity(\"1m\")", "pod.x"])
+                .prop_map(|s| Value::String(s.into())),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(
+                    proptest::sample::select(vec![
+                        "spec",
+                        "usages",
+                        "usage",
+                        "cpu",
+                        "memory",
+                        "value",
+                        "expression",
+                        "containers",
+                        "selector",
+                        "matchNames",
+                        "metrics",
+                        "path",
+                        "name",
+                        "kind",
+                        "dimension",
+                        "labels",
+                        "buckets",
+                        "le",
+                        "metadata",
+                    ])
+                    .prop_map(str::to_string),
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Any object a user applies compiles or is refused; none panics.
+        #[test]
+        fn any_object_compiles_or_is_refused(v in json()) {
+            let v = Arc::new(v);
+            let _ = Rule::from_object(v.clone(), false);
+            let _ = Rule::from_object(v.clone(), true);
+            let _ = crate::usage::metric::MetricSet::from_object(v);
+        }
+    }
+}

@@ -161,3 +161,35 @@ fn labels_are_strings() {
     let e = Expr::compile("pod.metadata.namespace").unwrap();
     assert_eq!(eval_string(&e, scope, &host(), 0), Ok("d".to_string()));
 }
+
+proptest::proptest! {
+    /// Whatever a user writes, compiling and evaluating returns (an
+    /// error at worst) rather than panicking.
+    #[test]
+    fn any_text_is_refused_or_evaluated(src in "[ -~]{0,40}") {
+        if let Ok(e) = Expr::compile(&src) {
+            let p = pod();
+            let scope = Scope { pod: Some(&p), ..Scope::default() };
+            let _ = eval_number(&e, scope, &host(), 0);
+            let _ = eval_string(&e, scope, &host(), 0);
+        }
+    }
+
+    /// Expressions built from kwok's functions and odd operands.
+    #[test]
+    fn kwok_calls_with_any_operands(
+        f in proptest::sample::select(vec!["Quantity", "Usage", "CumulativeUsage", "SinceSecond", "UnixSecond", "Now", "Rand"]),
+        args in proptest::collection::vec(proptest::sample::select(vec!["pod", "node", "container", "\"cpu\"", "\"1Mi\"", "1", "null", "[]", "{}"]), 0..4),
+        receiver in proptest::bool::ANY,
+    ) {
+        let src = match (receiver, args.split_first()) {
+            (true, Some((first, rest))) => format!("{first}.{f}({})", rest.join(", ")),
+            _ => format!("{f}({})", args.join(", ")),
+        };
+        let e = Expr::compile(&src).unwrap();
+        let p = pod();
+        let c = json!({"name": "c"});
+        let scope = Scope { pod: Some(&p), container: Some(&c), ..Scope::default() };
+        let _ = eval_number(&e, scope, &host(), 0);
+    }
+}
