@@ -13,6 +13,7 @@ pub struct Definition<'a> {
     pub version: &'a str,
     pub kind: &'a str,
     pub plural: &'a str,
+    /// Empty for none, as kwok gives its usage and metric kinds none.
     pub short: &'a str,
     pub namespaced: bool,
 }
@@ -23,6 +24,7 @@ impl Definition<'_> {
     }
 
     fn object(&self) -> Value {
+        let shorts: Vec<&str> = [self.short].into_iter().filter(|s| !s.is_empty()).collect();
         let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
         json!({
             "apiVersion": "apiextensions.k8s.io/v1",
@@ -33,7 +35,7 @@ impl Definition<'_> {
                 "scope": if self.namespaced { "Namespaced" } else { "Cluster" },
                 "names": {"kind": self.kind, "plural": self.plural,
                     "singular": self.kind.to_ascii_lowercase(),
-                    "listKind": format!("{}List", self.kind), "shortNames": [self.short]},
+                    "listKind": format!("{}List", self.kind), "shortNames": shorts},
                 "versions": [{
                     "name": self.version, "served": true, "storage": true,
                     "subresources": {"status": {}},

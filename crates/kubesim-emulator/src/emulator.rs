@@ -2,6 +2,8 @@
 //! Apate's configurations, publishes emulated usage and acts as the
 //! kubelet of every emulated node.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use kubesim_runtime::{Api, Clock, EventRecorder, Informers, ResourceRef, Rng};
@@ -11,7 +13,7 @@ use crate::apate::{self, Faults};
 use crate::managed::NodeSelector;
 use crate::nodes::{ensure_nodes, LeaseRenewer, NodeTemplate};
 use crate::stage::{self, funcs::FuncContext, Shared};
-use crate::usage::UsagePublisher;
+use crate::usage::{follow, Model, UsagePublisher};
 
 /// What `kubesim up` (or `simulate`) asks of the emulator.
 #[derive(Debug, Clone)]
@@ -57,75 +59,142 @@ pub async fn run_shared(
     rng: Rng,
     config: EmulatorConfig,
 ) {
-    let (recorder, events) = EventRecorder::new(api.clone(), clock.clone(), "kubesim-emulator");
-    let faults = Arc::new(Faults::default());
-    let f = faults.clone();
-    let renewer = LeaseRenewer::new(
-        api.clone(),
-        informers.clone(),
-        clock.clone(),
-        config.selector.clone(),
-    )
-    .with_silenced(Arc::new(move |node| f.silenced(node)));
-    let usage = UsagePublisher {
-        api: api.clone(),
-        clock: clock.clone(),
-        faults: faults.clone(),
-        selector: config.selector.clone(),
-        nodes: informers.get_metadata(&ResourceRef::core("nodes")).cache(),
-        pods: informers.get(&ResourceRef::core("pods")).cache(),
-    };
-    let shared = Arc::new(Shared {
-        api: api.clone(),
-        clock: clock.clone(),
-        rng,
-        recorder: recorder.clone(),
-        faults: faults.clone(),
-        selector: config.selector.clone(),
-        funcs: FuncContext {
-            clock: clock.clone(),
-            start_time: kubesim_core::meta::format_time(clock.now()),
-            nodes: informers.get(&ResourceRef::core("nodes")).cache(),
-            pools: Default::default(),
-        },
-        registry: kubesim_core::Registry::new(),
-    });
-    let stages = stage::engine::run(
-        shared,
-        informers.clone(),
-        config
-            .stages
-            .clone()
-            .unwrap_or_else(stage::default_stage_objects),
-    );
-    let create = async {
-        match ensure_nodes(&api, &config.template, config.nodes, 64).await {
-            Ok(n) if n > 0 => tracing::info!(created = n, "emulated nodes registered"),
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e.message, "cannot create emulated nodes"),
+    Emulator::new(api, informers, clock, rng, config)
+        .run()
+        .await
+}
+
+/// The emulator built but not yet running, so the process can hand its
+/// usage model to the HTTP server (for kwok's Metric endpoints) first.
+pub struct Emulator {
+    api: Arc<dyn Api>,
+    informers: Arc<Informers>,
+    clock: Clock,
+    rng: Rng,
+    config: EmulatorConfig,
+    faults: Arc<Faults>,
+    recorder: EventRecorder,
+    events: Pin<Box<dyn Future<Output = ()> + Send>>,
+    usage: Arc<Model>,
+}
+
+impl Emulator {
+    pub fn new(
+        api: Arc<dyn Api>,
+        informers: Arc<Informers>,
+        clock: Clock,
+        rng: Rng,
+        config: EmulatorConfig,
+    ) -> Emulator {
+        let (recorder, events) = EventRecorder::new(api.clone(), clock.clone(), "kubesim-emulator");
+        let faults = Arc::new(Faults::default());
+        let usage = Model::new(
+            clock.clone(),
+            rng.clone(),
+            faults.clone(),
+            config.selector.clone(),
+            informers.get(&ResourceRef::core("pods")).cache(),
+            informers.get(&ResourceRef::core("nodes")).cache(),
+            Some(recorder.clone()),
+        );
+        Emulator {
+            api,
+            informers,
+            clock,
+            rng,
+            config,
+            faults,
+            recorder,
+            events: Box::pin(events),
+            usage,
         }
-    };
-    tokio::join!(
-        informers.run(),
-        events,
-        async {
-            if config.leases {
-                renewer.run().await
-            }
-        },
-        async {
-            if config.usage {
-                usage.run().await
-            }
-        },
-        apate::run(
+    }
+
+    /// Emulated usage, as kwok's Metric endpoints serve it
+    /// ([`crate::usage::metric::serve`]).
+    pub fn usage(&self) -> Arc<Model> {
+        self.usage.clone()
+    }
+
+    /// Runs until dropped.
+    pub async fn run(self) {
+        let Emulator {
+            api,
+            informers,
+            clock,
+            rng,
+            config,
+            faults,
+            recorder,
+            events,
+            usage: model,
+        } = self;
+        let f = faults.clone();
+        let renewer = LeaseRenewer::new(
             api.clone(),
             informers.clone(),
             clock.clone(),
-            faults.clone(),
-            recorder.clone()
-        ),
-        stages,
-        create,
-    );
+            config.selector.clone(),
+        )
+        .with_silenced(Arc::new(move |node| f.silenced(node)));
+        let usage = UsagePublisher {
+            api: api.clone(),
+            clock: clock.clone(),
+            model: model.clone(),
+        };
+        let shared = Arc::new(Shared {
+            api: api.clone(),
+            clock: clock.clone(),
+            rng,
+            recorder: recorder.clone(),
+            faults: faults.clone(),
+            selector: config.selector.clone(),
+            funcs: FuncContext {
+                clock: clock.clone(),
+                start_time: kubesim_core::meta::format_time(clock.now()),
+                nodes: informers.get(&ResourceRef::core("nodes")).cache(),
+                pools: Default::default(),
+            },
+            registry: kubesim_core::Registry::new(),
+        });
+        let stages = stage::engine::run(
+            shared,
+            informers.clone(),
+            config
+                .stages
+                .clone()
+                .unwrap_or_else(stage::default_stage_objects),
+        );
+        let create = async {
+            match ensure_nodes(&api, &config.template, config.nodes, 64).await {
+                Ok(n) if n > 0 => tracing::info!(created = n, "emulated nodes registered"),
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e.message, "cannot create emulated nodes"),
+            }
+        };
+        tokio::join!(
+            informers.run(),
+            events,
+            async {
+                if config.leases {
+                    renewer.run().await
+                }
+            },
+            async {
+                if config.usage {
+                    usage.run().await
+                }
+            },
+            follow::run(api.clone(), informers.clone(), model, recorder.clone()),
+            apate::run(
+                api.clone(),
+                informers.clone(),
+                clock.clone(),
+                faults.clone(),
+                recorder.clone()
+            ),
+            stages,
+            create,
+        );
+    }
 }

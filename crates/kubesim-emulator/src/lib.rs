@@ -14,4 +14,4 @@ pub mod nodes;
 pub mod stage;
 pub mod usage;
 
-pub use emulator::{run, run_shared, EmulatorConfig};
+pub use emulator::{run, run_shared, Emulator, EmulatorConfig};

@@ -125,7 +125,11 @@ fn non_resource(app: &App, req: &Request, route: Route) -> Result<Response, ApiE
             Some(doc) => Ok(json_response(200, doc.json.to_vec())),
             None => Err(ApiError::path_not_found()),
         },
-        Route::OpenApiV2 | Route::NotFound | Route::Resource(_) => Err(ApiError::path_not_found()),
+        Route::NotFound => match app.extra.as_ref().and_then(|x| x.get(req.uri().path())) {
+            Some((content_type, body)) => Ok(bytes_response(200, &content_type, body)),
+            None => Err(ApiError::path_not_found()),
+        },
+        Route::OpenApiV2 | Route::Resource(_) => Err(ApiError::path_not_found()),
     }
 }
 

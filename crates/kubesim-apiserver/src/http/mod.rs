@@ -33,6 +33,17 @@ pub struct App {
     /// When set, every request but the health and version probes must carry
     /// `Authorization: Bearer <token>`.
     pub token: Option<String>,
+    /// GET paths served by a component outside the API server (the
+    /// emulated kubelets' Prometheus endpoints), asked only for paths the
+    /// API does not serve.
+    pub extra: Option<Arc<dyn ExtraRoutes>>,
+}
+
+/// Read-only paths another component serves through this server, so the
+/// API server need not know the component.
+pub trait ExtraRoutes: Send + Sync {
+    /// The content type and body for `path`, or None when not served.
+    fn get(&self, path: &str) -> Option<(String, Vec<u8>)>;
 }
 
 /// Paths load balancers and probes reach without credentials, as on a real

@@ -147,6 +147,21 @@ pub fn run(args: UpArgs) -> anyhow::Result<()> {
     rt.block_on(serve(args))
 }
 
+/// kwok's Metric endpoints of the emulated nodes (such as
+/// `/metrics/nodes/<node>/metrics/resource`), served beside the API.
+struct KubeletMetrics(Arc<kubesim_emulator::usage::Model>);
+
+impl kubesim_apiserver::http::ExtraRoutes for KubeletMetrics {
+    fn get(&self, path: &str) -> Option<(String, Vec<u8>)> {
+        kubesim_emulator::usage::metric::serve(&self.0, path).map(|text| {
+            (
+                "text/plain; version=0.0.4; charset=utf-8".to_string(),
+                text.into_bytes(),
+            )
+        })
+    }
+}
+
 /// A cluster started in this process, not yet serving.
 pub struct Started {
     pub listener: tokio::net::TcpListener,
@@ -231,8 +246,9 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
         server.rng.clone(),
         scheduler_config,
     ));
-    // The emulated kubelets of every emulated node.
-    tokio::spawn(kubesim_emulator::run_shared(
+    // The emulated kubelets of every emulated node; their kwok Metric
+    // endpoints are served by the HTTP server below.
+    let emulator = kubesim_emulator::Emulator::new(
         in_process("kubesim-emulator"),
         informers,
         server.clock.clone(),
@@ -243,7 +259,9 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             stages,
             ..Default::default()
         },
-    ));
+    );
+    let kubelet_metrics = Arc::new(KubeletMetrics(emulator.usage()));
+    tokio::spawn(emulator.run());
     let (url, kc_text) = match &pki {
         Some(p) => {
             let url = format!("https://{addr}");
@@ -261,6 +279,7 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
         metrics: Metrics::default(),
         address: addr.to_string(),
         token: pki.as_ref().map(|p| p.token.clone()),
+        extra: Some(kubelet_metrics),
     });
     Ok(Started {
         listener,

@@ -1,26 +1,31 @@
-//! Emulated resource usage, published through the resource metrics API
-//! (`metrics.k8s.io` PodMetrics and NodeMetrics) so `kubectl top` and the
-//! HorizontalPodAutoscaler see numbers.
+//! Emulated resource usage: what each container, pod and node uses
+//! (`model`, with the order of its sources), the kwok objects that say so
+//! (`rules`: ResourceUsage, ClusterResourceUsage; `metric`: Metric, the
+//! kubelet-style Prometheus endpoints) evaluated with CEL (`cel`), and the
+//! publisher of the resource metrics API (`metrics.k8s.io` PodMetrics and
+//! NodeMetrics) that `kubectl top` and the HorizontalPodAutoscaler read.
 //!
-//! A container's usage is, first found: the pod's Apate PodConfiguration
-//! `pod_resources` (for the first container); kwok's pod annotations
-//! `kwok.x-k8s.io/usage-cpu` / `kwok.x-k8s.io/usage-memory`; otherwise a
-//! fraction of the container's requests (10 %), never below 1m and 1Mi, as
-//! an idle process. A node's usage is the sum over its running pods.
-//!
-//! Objects are rewritten only when the usage changes, on a 15 s beat (the
-//! resolution of metrics-server), so a steady cluster costs no writes.
+//! Metrics objects are rewritten only when the usage changes, on a 15 s
+//! beat (the resolution of metrics-server), so a steady cluster costs no
+//! writes.
+
+pub mod cel;
+pub mod cumulative;
+pub mod follow;
+pub mod metric;
+pub mod model;
+pub mod rules;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim_core::{meta, quantity::Quantity, ApiError};
-use kubesim_runtime::{Api, Cache, Clock, DeleteOptions, ResourceRef, WriteOptions};
+use kubesim_runtime::{Api, Clock, DeleteOptions, ResourceRef, WriteOptions};
 use serde_json::{json, Value};
 
 use crate::apate::{types::bytes_quantity, Faults};
-use crate::managed::NodeSelector;
+pub use model::Model;
 
 pub const USAGE_CPU: &str = "kwok.x-k8s.io/usage-cpu";
 pub const USAGE_MEMORY: &str = "kwok.x-k8s.io/usage-memory";
@@ -51,20 +56,14 @@ fn quantity(s: &str) -> Option<i128> {
     Quantity::parse(s).ok().map(|q| q.milli())
 }
 
-/// The usage of each container of `pod`, in spec order.
-pub fn pod_usage(pod: &Value, faults: &Faults) -> Vec<(String, Usage)> {
+/// The usage each container of `pod` has when no usage object or Apate
+/// configuration speaks of it: kwok's usage annotations, else a share of
+/// its requests, floored at an idle process's 1m and 1Mi.
+pub fn base_usage(pod: &Value) -> Vec<(String, Usage)> {
     let annotations = meta::annotations(pod);
-    let apate = faults
-        .pod(meta::namespace(pod), meta::name(pod))
-        .and_then(|s| s.pod_resources);
-    let containers = meta::path(pod, "spec.containers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    containers
+    model::containers(pod)
         .iter()
-        .enumerate()
-        .map(|(i, c)| {
+        .map(|c| {
             let name = c
                 .get("name")
                 .and_then(Value::as_str)
@@ -86,14 +85,6 @@ pub fn pod_usage(pod: &Value, faults: &Faults) -> Vec<(String, Usage)> {
             if let Some(mem) = annotations.get(USAGE_MEMORY).and_then(|s| quantity(s)) {
                 u.memory = mem / 1000;
             }
-            if let (0, Some(r)) = (i, &apate) {
-                if let Some(cpu) = r.cpu {
-                    u.cpu_milli = cpu as i128 * 1000;
-                }
-                if let Some(mem) = r.memory.as_deref().and_then(|m| bytes_quantity(m).ok()) {
-                    u.memory = mem.parse().unwrap_or(u.memory);
-                }
-            }
             u.cpu_milli = u.cpu_milli.max(1);
             u.memory = u.memory.max(MIB);
             (name, u)
@@ -101,13 +92,32 @@ pub fn pod_usage(pod: &Value, faults: &Faults) -> Vec<(String, Usage)> {
         .collect()
 }
 
+/// Apate's `pod_resources` for container `index` (Apate speaks only of a
+/// pod's first container): millicores and bytes, each when given.
+pub fn apate_usage(
+    pod: &Value,
+    index: usize,
+    faults: &Faults,
+) -> Option<(Option<i128>, Option<i128>)> {
+    if index != 0 {
+        return None;
+    }
+    let r = faults
+        .pod(meta::namespace(pod), meta::name(pod))
+        .and_then(|s| s.pod_resources)?;
+    let cpu = r.cpu.map(|c| c as i128 * 1000);
+    let memory = r
+        .memory
+        .as_deref()
+        .and_then(|m| bytes_quantity(m).ok())
+        .and_then(|m| m.parse().ok());
+    Some((cpu, memory))
+}
+
 pub struct UsagePublisher {
     pub api: Arc<dyn Api>,
     pub clock: Clock,
-    pub faults: Arc<Faults>,
-    pub selector: NodeSelector,
-    pub nodes: Arc<Cache>,
-    pub pods: Arc<Cache>,
+    pub model: Arc<Model>,
 }
 
 impl UsagePublisher {
@@ -119,6 +129,7 @@ impl UsagePublisher {
             if let Err(e) = self.publish(&mut pods_written, &mut nodes_written).await {
                 tracing::debug!(error = %e.message, "publishing usage failed");
             }
+            self.model.prune();
         }
     }
 
@@ -132,20 +143,13 @@ impl UsagePublisher {
         let now = meta::format_time(self.clock.now());
         let mut seen_pods = BTreeMap::new();
         let mut seen_nodes = BTreeMap::new();
-        let mut nodes = self.nodes.list();
+        let mut nodes = self.model.nodes.list();
         nodes.sort_by(|a, b| meta::name(a).cmp(meta::name(b)));
-        for node in nodes.iter().filter(|n| self.selector.manages(n)) {
+        for node in nodes.iter().filter(|n| self.model.selector.manages(n)) {
             let node_name = meta::name(node).to_string();
             let mut total = Usage::default();
-            let mut pods = self.pods.on_node(&node_name);
-            pods.sort_by(|a, b| {
-                (meta::namespace(a), meta::name(a)).cmp(&(meta::namespace(b), meta::name(b)))
-            });
-            for pod in pods {
-                if meta::path(&pod, "status.phase").and_then(Value::as_str) != Some("Running") {
-                    continue;
-                }
-                let usage = pod_usage(&pod, &self.faults);
+            for pod in self.model.running_pods(&node_name) {
+                let usage = self.model.pod_usage(&pod);
                 for (_, u) in &usage {
                     total.add(*u);
                 }
@@ -228,13 +232,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn usage_sources_in_order() {
-        let faults = Faults::default();
+    fn annotations_then_requests() {
         let pod = json!({"metadata": {"name": "p", "namespace": "d"},
             "spec": {"containers": [
                 {"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}},
                 {"name": "b"}]}});
-        let u = pod_usage(&pod, &faults);
+        let u = base_usage(&pod);
         assert_eq!(
             u[0].1,
             Usage {
@@ -252,7 +255,7 @@ mod tests {
         );
         let mut annotated = pod.clone();
         annotated["metadata"]["annotations"] = json!({USAGE_CPU: "250m", USAGE_MEMORY: "100Mi"});
-        let u = pod_usage(&annotated, &faults);
+        let u = base_usage(&annotated);
         assert_eq!(
             u[0].1,
             Usage {
