@@ -74,12 +74,20 @@ fn owner_refs(obj: &Value) -> Vec<OwnerRef> {
 #[derive(Default)]
 struct Graph {
     nodes: BTreeMap<String, Node>,
+    /// Objects with no owners, no finalizers and no deletion under way:
+    /// nothing to do about them but know they exist (as owners). Most
+    /// objects are such, so they are kept as bare uids.
+    bare: BTreeSet<String>,
     dependents: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Graph {
     fn insert(&mut self, uid: &str, node: Node) {
         self.remove(uid);
+        if node.owners.is_empty() && node.finalizers.is_empty() && !node.deleting {
+            self.bare.insert(uid.to_string());
+            return;
+        }
         for o in &node.owners {
             self.dependents
                 .entry(o.uid.clone())
@@ -89,7 +97,13 @@ impl Graph {
         self.nodes.insert(uid.to_string(), node);
     }
 
+    /// Whether an object with `uid` is known to exist.
+    fn contains(&self, uid: &str) -> bool {
+        self.nodes.contains_key(uid) || self.bare.contains(uid)
+    }
+
     fn remove(&mut self, uid: &str) -> Option<Node> {
+        self.bare.remove(uid);
         let old = self.nodes.remove(uid)?;
         for o in &old.owners {
             if let Some(d) = self.dependents.get_mut(&o.uid) {
@@ -210,7 +224,7 @@ impl GarbageCollector {
         // server, since the owner's informer may not have caught up.
         let known = {
             let g = self.graph.lock();
-            node.owners.iter().any(|o| g.nodes.contains_key(&o.uid))
+            node.owners.iter().any(|o| g.contains(&o.uid))
         };
         if !known && self.all_owners_gone(&node).await? {
             self.delete(&node, uid, "Background").await?;

@@ -23,17 +23,20 @@ use serde_json::Value;
 
 use crate::informer::{Change, ObjectKey, Transform};
 
+/// Number of fixed strings at the front of [`Entry::packed`].
+const FIXED: usize = 3;
+
 struct Entry {
     json: Bytes,
-    resource_version: String,
-    /// Keys and values in turn, packed into one allocation.
-    labels: Attrs,
-    controller: Option<String>,
-    node: Option<String>,
+    /// The resourceVersion, the controlling owner's uid and the pod's node
+    /// ("" when none), then label keys and values in turn: one allocation
+    /// rather than one per string, which matters with a hundred thousand
+    /// pods in each of several caches.
+    packed: Attrs,
 }
 
 fn label_of<'a>(labels: &'a Attrs, key: &str) -> Option<&'a str> {
-    let mut it = labels.iter();
+    let mut it = labels.iter().skip(FIXED);
     while let (Some(k), Some(v)) = (it.next(), it.next()) {
         if k == key {
             return Some(v);
@@ -54,8 +57,13 @@ impl Entry {
             })
             .and_then(|r| r.get("uid"))
             .and_then(Value::as_str)
-            .map(String::from);
+            .unwrap_or("");
+        let node = obj
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let labels = meta::labels(obj);
+        let fixed = [meta::resource_version(obj), controller, node];
         Entry {
             json: json.unwrap_or_else(|| {
                 Bytes::from(
@@ -64,15 +72,28 @@ impl Entry {
                         .into_boxed_slice(),
                 )
             }),
-            resource_version: meta::resource_version(obj).to_string(),
-            labels: Attrs::new(labels.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()])),
-            controller,
-            node: obj
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .filter(|n| !n.is_empty())
-                .map(String::from),
+            packed: Attrs::new(
+                fixed
+                    .into_iter()
+                    .chain(labels.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()])),
+            ),
         }
+    }
+
+    fn fixed(&self, i: usize) -> &str {
+        self.packed.iter().nth(i).unwrap_or("")
+    }
+
+    fn resource_version(&self) -> &str {
+        self.fixed(0)
+    }
+
+    fn controller(&self) -> Option<&str> {
+        Some(self.fixed(1)).filter(|c| !c.is_empty())
+    }
+
+    fn node(&self) -> Option<&str> {
+        Some(self.fixed(2)).filter(|n| !n.is_empty())
     }
 
     fn parse(&self, shape: Option<Transform>) -> Arc<Value> {
@@ -85,7 +106,7 @@ impl Entry {
     }
 
     fn labels_match(&self, selector: &LabelSelector) -> bool {
-        selector.matches(&|k| label_of(&self.labels, k))
+        selector.matches(&|k| label_of(&self.packed, k))
     }
 }
 
@@ -99,15 +120,15 @@ struct Inner {
 impl Inner {
     fn insert(&mut self, key: ObjectKey, e: Entry) -> Option<Entry> {
         let old = self.remove(&key);
-        if let Some(c) = &e.controller {
+        if let Some(c) = e.controller() {
             self.by_controller
-                .entry(c.clone())
+                .entry(c.to_string())
                 .or_default()
                 .insert(key.clone());
         }
-        if let Some(n) = &e.node {
+        if let Some(n) = e.node() {
             self.by_node
-                .entry(n.clone())
+                .entry(n.to_string())
                 .or_default()
                 .insert(key.clone());
         }
@@ -117,7 +138,7 @@ impl Inner {
 
     fn remove(&mut self, key: &ObjectKey) -> Option<Entry> {
         let old = self.objects.remove(key)?;
-        let unindex = |index: &mut BTreeMap<String, BTreeSet<ObjectKey>>, v: &Option<String>| {
+        let unindex = |index: &mut BTreeMap<String, BTreeSet<ObjectKey>>, v: Option<&str>| {
             if let Some(v) = v {
                 if let Some(set) = index.get_mut(v) {
                     set.remove(key);
@@ -127,8 +148,8 @@ impl Inner {
                 }
             }
         };
-        unindex(&mut self.by_controller, &old.controller);
-        unindex(&mut self.by_node, &old.node);
+        unindex(&mut self.by_controller, old.controller());
+        unindex(&mut self.by_node, old.node());
         Some(old)
     }
 
@@ -253,7 +274,7 @@ impl Cache {
             .objects
             .get(&ObjectKey::new(namespace, name))
             .map(|e| {
-                let mut it = e.labels.iter();
+                let mut it = e.packed.iter().skip(FIXED);
                 let mut out = BTreeMap::new();
                 while let (Some(k), Some(v)) = (it.next(), it.next()) {
                     out.insert(k.to_string(), v.to_string());
@@ -318,12 +339,11 @@ impl Cache {
         let mut changes = Vec::new();
         for (k, prev) in &old.objects {
             match fresh.get(k) {
-                Some(new) if meta::resource_version(new) != prev.resource_version => {
-                    changes.push(Change::Modified {
+                Some(new) if meta::resource_version(new) != prev.resource_version() => changes
+                    .push(Change::Modified {
                         old: prev.parse(self.shape),
                         new: Arc::new(new.clone()),
-                    })
-                }
+                    }),
                 Some(_) => {}
                 None => changes.push(Change::Deleted(prev.parse(self.shape))),
             }

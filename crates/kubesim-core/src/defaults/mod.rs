@@ -40,7 +40,11 @@ pub fn apply(resource: &ResourceInfo, obj: &mut Value, ctx: &mut Context<'_>) {
 /// What admission adds after the field manager has run (see
 /// [`pod::admit_pod`]); only pods have such fields.
 pub fn admit(resource: &ResourceInfo, obj: &mut Value, ctx: &mut Context<'_>) {
-    if obj.is_object() && !resource.is_custom() && resource.group.is_empty() && resource.kind == "Pod" {
+    if obj.is_object()
+        && !resource.is_custom()
+        && resource.group.is_empty()
+        && resource.kind == "Pod"
+    {
         pod::admit_pod(obj, ctx);
     }
 }
