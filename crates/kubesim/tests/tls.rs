@@ -43,9 +43,17 @@ fn start(name: &str) -> TlsServer {
     let dir = std::env::temp_dir().join(format!("kubesim-tls-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    start_in(dir, &["--ephemeral"])
+}
+
+/// Starts `kubesim up --tls` on `dir` as it is (a restart keeps its store
+/// and PKI).
+fn start_in(dir: PathBuf, extra: &[&str]) -> TlsServer {
     let log = std::fs::File::create(dir.join("server.log")).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-        .args(["up", "--tls", "--ephemeral", "--listen"])
+        .args(["up", "--tls"])
+        .args(extra)
+        .arg("--listen")
         .arg(format!("127.0.0.1:{}", free_port()))
         .arg("--data-dir")
         .arg(&dir)
@@ -172,4 +180,41 @@ fn issued_service_account_tokens_authenticate() {
         !out.status.success(),
         "a token of a deleted account was accepted"
     );
+}
+
+/// Issued tokens are signed with a secret kept in the store, so they still
+/// authenticate after the server restarts, as on a real cluster.
+#[test]
+fn issued_tokens_survive_a_restart() {
+    let dir = std::env::temp_dir().join(format!("kubesim-tls-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut server = start_in(dir.clone(), &[]);
+    let kc = dir.join("kubeconfig");
+    let mut issued = None;
+    for _ in 0..100 {
+        let out = kubectl(&kc, &["create", "token", "default"]);
+        if out.status.success() {
+            issued = Some(String::from_utf8_lossy(&out.stdout).trim().to_string());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let issued = issued.expect("a token for the default service account");
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    // Same data directory, new process (and port: the kubeconfig is
+    // rewritten).
+    let server = start_in(dir.clone(), &[]);
+    let admin = std::fs::read_to_string(dir.join("pki").join("token")).unwrap();
+    let text = std::fs::read_to_string(&kc).unwrap();
+    let as_sa = dir.join("kubeconfig-sa");
+    std::fs::write(&as_sa, text.replace(admin.trim(), &issued)).unwrap();
+    let out = kubectl(&as_sa, &["get", "namespaces", "-o", "name"]);
+    assert!(
+        out.status.success(),
+        "a token issued before the restart was refused: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(server);
 }

@@ -1,10 +1,17 @@
 //! The objects every cluster starts with.
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use kubesim_core::meta;
 use kubesim_runtime::WriteOptions;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use super::{Caller, Server};
+use super::{jwt, Caller, Server};
+
+/// The Secret holding the service-account token signing secret (upstream
+/// keeps its key in a file beside the API server; here the store is the
+/// one durable place).
+const TOKEN_KEY: &str = "kubesim-service-account-signing-key";
 
 const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
@@ -43,6 +50,47 @@ impl Server {
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        self.keep_token_key(&opts, &caller).await
+    }
+
+    /// Signs service account tokens with the secret of an earlier start,
+    /// or keeps this start's secret for the next one.
+    async fn keep_token_key(
+        &self,
+        opts: &WriteOptions,
+        caller: &Caller,
+    ) -> Result<(), kubesim_core::ApiError> {
+        let secrets = self.resource("", "v1", "secrets")?;
+        match self.get(&secrets, "kube-system", TOKEN_KEY) {
+            Ok(found) => {
+                let kept = found
+                    .pointer("/data/key")
+                    .and_then(Value::as_str)
+                    .and_then(|k| STANDARD.decode(k).ok())
+                    .filter(|k| !k.is_empty());
+                match kept {
+                    Some(k) => *self.tokens.write() = jwt::Signer::from_secret(&k),
+                    None => tracing::warn!(
+                        "the token signing Secret has no usable key; tokens will not outlive this start"
+                    ),
+                }
+                Ok(())
+            }
+            Err(e) if e.code == 404 => {
+                let key = STANDARD.encode(self.tokens.read().secret());
+                let obj = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                    "metadata": {"name": TOKEN_KEY, "namespace": "kube-system"},
+                    "data": {"key": key}});
+                match self
+                    .create(&secrets, "kube-system", obj, opts, caller)
+                    .await
+                {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.code == 409 => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        }
     }
 }

@@ -4,8 +4,9 @@
 //! Upstream signs with the cluster's RSA/ECDSA service-account key and
 //! publishes it for OIDC discovery. kubesim only needs to recognise its own
 //! tokens, so it signs with HMAC-SHA256 (`HS256`) under a per-cluster secret
-//! drawn from the OS random generator at start: tokens are unforgeable but
-//! do not outlive the process, and nobody else can verify them.
+//! drawn from the OS random generator when the cluster is first started and
+//! kept in its store (see `bootstrap`), so tokens outlive restarts as they
+//! do on a real cluster; nobody else can verify them.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -17,6 +18,7 @@ pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
 pub struct Signer {
     key: hmac::Key,
+    secret: Vec<u8>,
 }
 
 impl Signer {
@@ -25,11 +27,23 @@ impl Signer {
     pub fn new(fallback: impl FnOnce() -> Vec<u8>) -> Self {
         use ring::rand::SecureRandom;
         let mut secret = [0u8; 32];
-        let key = match ring::rand::SystemRandom::new().fill(&mut secret) {
-            Ok(()) => hmac::Key::new(hmac::HMAC_SHA256, &secret),
-            Err(_) => hmac::Key::new(hmac::HMAC_SHA256, &fallback()),
-        };
-        Signer { key }
+        match ring::rand::SystemRandom::new().fill(&mut secret) {
+            Ok(()) => Self::from_secret(&secret),
+            Err(_) => Self::from_secret(&fallback()),
+        }
+    }
+
+    /// A signer with a known secret (one kept from an earlier start).
+    pub fn from_secret(secret: &[u8]) -> Self {
+        Signer {
+            key: hmac::Key::new(hmac::HMAC_SHA256, secret),
+            secret: secret.to_vec(),
+        }
+    }
+
+    /// The secret, to keep it.
+    pub fn secret(&self) -> &[u8] {
+        &self.secret
     }
 
     /// The signed token carrying `claims`.
@@ -62,6 +76,15 @@ impl Signer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_secret_verifies_earlier_tokens() {
+        let first = Signer::new(|| vec![1; 32]);
+        let t = first.sign(&json!({"sub": "x"}));
+        let again = Signer::from_secret(first.secret());
+        assert_eq!(again.verify(&t).unwrap()["sub"], "x");
+        assert!(Signer::new(|| vec![2; 32]).verify(&t).is_none());
+    }
 
     #[test]
     fn signs_and_verifies() {

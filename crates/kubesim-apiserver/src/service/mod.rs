@@ -42,8 +42,9 @@ pub struct Server {
     pub clock: Clock,
     pub rng: Rng,
     pub(crate) ips: parking_lot::Mutex<special::IpAllocator>,
-    /// Signs and checks service account tokens.
-    pub(crate) tokens: jwt::Signer,
+    /// Signs and checks service account tokens; its secret is replaced by
+    /// the stored one at bootstrap.
+    pub(crate) tokens: parking_lot::RwLock<jwt::Signer>,
 }
 
 impl Server {
@@ -54,7 +55,7 @@ impl Server {
             clock,
             rng: rng.clone(),
             ips: parking_lot::Mutex::new(special::IpAllocator::default()),
-            tokens: jwt::Signer::new(|| rng.uuid().into_bytes()),
+            tokens: parking_lot::RwLock::new(jwt::Signer::new(|| rng.uuid().into_bytes())),
         });
         s.load_custom_resources();
         s

@@ -118,7 +118,7 @@ impl Server {
             "nbf": iat,
             "sub": format!("system:serviceaccount:{ns}:{name}"),
         });
-        let token = self.tokens.sign(&claims);
+        let token = self.tokens.read().sign(&claims);
         let expires = now
             .checked_add(jiff::SignedDuration::from_secs(expiration))
             .unwrap_or(now);
@@ -182,7 +182,7 @@ impl Server {
     /// for a service account that still exists (recreated accounts get a
     /// new uid, which the token does not carry).
     pub fn token_is_valid(&self, token: &str) -> bool {
-        let Some(claims) = self.tokens.verify(token) else {
+        let Some(claims) = self.tokens.read().verify(token) else {
             return false;
         };
         let now = self.clock.now().as_second();
