@@ -360,3 +360,62 @@ async fn cronjob_replace_swaps_the_running_job() {
     assert_eq!(remaining.len(), 1, "the first job was replaced");
     assert!(!env.events(NS, "swap", "SuccessfulDelete").await.is_empty());
 }
+
+/// Fails pod `name` as a kubelet would report exit code `code` of its
+/// container `c`.
+async fn exit_pod(env: &Env, name: &str, code: i64) {
+    env.patch_status(
+        NS,
+        name,
+        json!({"phase": "Failed", "containerStatuses": [{"name": "c", "image": "busybox",
+            "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": code, "reason": "Error"}}}]}),
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn pod_failure_policy_ignores_then_fails_the_job() {
+    let env = start().await;
+    let mut j = job(
+        "policy",
+        json!({"parallelism": 1, "completions": 1, "backoffLimit": 0}),
+    );
+    j["spec"]["podFailurePolicy"] = json!({"rules": [
+        {"action": "Ignore", "onExitCodes": {"containerName": "c", "operator": "In", "values": [3]}},
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}
+    ]});
+    env.create(&jobs(), NS, j).await;
+    // Exit code 3 is ignored: not counted against a backoffLimit of 0, and
+    // the pod is replaced.
+    let first = env
+        .wait_for("a pod", || async {
+            active_pods(&env, "policy-").await.into_iter().next()
+        })
+        .await;
+    exit_pod(&env, meta::name(&first), 3).await;
+    let second = env
+        .wait_for("a replacement", || async {
+            active_pods(&env, "policy-")
+                .await
+                .into_iter()
+                .find(|p| meta::name(p) != meta::name(&first))
+        })
+        .await;
+    let j = env.get(&jobs(), NS, "policy").await.unwrap();
+    assert!(condition(&j, "FailureTarget").is_none(), "{j}");
+    assert_eq!(j["status"]["failed"], 0);
+    // Exit code 42 fails the Job at once, with upstream's reason and message.
+    exit_pod(&env, meta::name(&second), 42).await;
+    let j = job_with(&env, "policy", "Failed").await;
+    let failed = condition(&j, "Failed").unwrap();
+    assert_eq!(failed["reason"], "PodFailurePolicy");
+    assert_eq!(
+        failed["message"],
+        format!(
+            "Container c for pod {NS}/{} failed with exit code 42 matching FailJob rule at index 1",
+            meta::name(&second)
+        )
+    );
+    assert_eq!(j["status"]["failed"], 1, "only the counted failure");
+}

@@ -9,6 +9,7 @@
 //! finish, and nothing is counted twice or lost.
 
 mod expectations;
+mod failure_policy;
 pub mod template;
 mod ttl;
 
@@ -25,6 +26,7 @@ use serde_json::{json, Value};
 
 use crate::{conditions, drop_finalizer, edit, pods, Context};
 use expectations::Expectations;
+use failure_policy::Verdict;
 use template::{format_indexes, job_pod, parse_indexes, pod_index};
 
 pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
@@ -224,8 +226,11 @@ impl JobController {
                 .unwrap_or(""),
         );
 
-        // 1. Record finished pods not yet recorded.
+        // 1. Record finished pods not yet recorded (failures as the Job's
+        // podFailurePolicy judges them: ignored ones are only released).
         let mut recorded = false;
+        let mut ignored = BTreeSet::new();
+        let mut fail_job: Option<String> = None;
         for p in owned {
             let puid = meta::uid(p);
             if !has_tracking(p)
@@ -246,12 +251,43 @@ impl JobController {
                         }
                     }
                 }
-                Some(false) => {
-                    unc_f.insert(puid.to_string());
-                }
+                Some(false) => match failure_policy::judge(&job, p) {
+                    Verdict::Ignore => {
+                        ignored.insert(puid.to_string());
+                        continue;
+                    }
+                    Verdict::FailJob(message) => {
+                        fail_job.get_or_insert(message);
+                        unc_f.insert(puid.to_string());
+                    }
+                    Verdict::Count => {
+                        unc_f.insert(puid.to_string());
+                    }
+                },
                 None => continue,
             }
             recorded = true;
+        }
+        if let Some(message) = fail_job {
+            let status = job.get("status").cloned().unwrap_or_else(|| json!({}));
+            if !conditions::is_true(&status, "FailureTarget")
+                && !conditions::is_true(&status, "SuccessCriteriaMet")
+            {
+                let mut status = status;
+                conditions::set(
+                    &mut status,
+                    "FailureTarget",
+                    "True",
+                    "PodFailurePolicy",
+                    &message,
+                    &self.now(),
+                    true,
+                );
+                job["status"] = status;
+                self.ctx
+                    .recorder
+                    .record(&job, EventType::Warning, "PodFailurePolicy", &message);
+            }
         }
         if recorded {
             set_uncounted(&mut job, &unc_s, &unc_f);
@@ -265,7 +301,9 @@ impl JobController {
         let mut released = BTreeSet::new();
         for p in owned {
             let puid = meta::uid(p);
-            if has_tracking(p) && (unc_s.contains(puid) || unc_f.contains(puid)) {
+            if has_tracking(p)
+                && (unc_s.contains(puid) || unc_f.contains(puid) || ignored.contains(puid))
+            {
                 self.expect.finalizer_removed(key, puid);
                 self.remove_finalizer(p).await?;
                 released.insert(puid.to_string());

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::cron;
-use super::fields::{self, child, has, s};
+use super::fields::{self, arr, child, has, s};
 use super::names;
 use super::pod::validate_pod_template;
 use super::selector;
@@ -505,6 +505,63 @@ fn job_spec(spec: &Value, path: &str) -> Vec<Cause> {
             &["OnFailure", "Never"],
         ));
     }
+    if let Some(policy) = spec.get("podFailurePolicy").filter(|p| !p.is_null()) {
+        if rp == "OnFailure" {
+            out.push(fields::invalid_str(
+                child(&tpath, "spec.restartPolicy"),
+                rp,
+                "only \"Never\" is supported when podFailurePolicy is specified",
+            ));
+        }
+        out.extend(pod_failure_policy(policy, &child(path, "podFailurePolicy")));
+    }
+    out
+}
+
+/// The rules of a Job's `podFailurePolicy`: a known action, and exactly one
+/// of `onExitCodes` (with a known operator and some values) and
+/// `onPodConditions`.
+fn pod_failure_policy(policy: &Value, path: &str) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let rules_path = child(path, "rules");
+    for (i, rule) in arr(policy, "rules").iter().enumerate() {
+        let rp = fields::index(&rules_path, i);
+        let action = s(rule, "action");
+        let actions = ["Count", "FailIndex", "FailJob", "Ignore"];
+        if action.is_empty() {
+            out.push(fields::required(child(&rp, "action")));
+        } else if !actions.contains(&action) {
+            out.push(fields::unsupported(child(&rp, "action"), action, &actions));
+        }
+        let codes = rule.get("onExitCodes").filter(|v| !v.is_null());
+        let conds = rule.get("onPodConditions").filter(|v| !v.is_null());
+        match (codes, conds) {
+            (Some(_), Some(_)) | (None, None) => out.push(fields::invalid_raw(
+                rp.clone(),
+                "",
+                "specifying one of OnExitCodes and OnPodConditions is required",
+            )),
+            (Some(req), None) => {
+                let cp = child(&rp, "onExitCodes");
+                let op = s(req, "operator");
+                if !["In", "NotIn"].contains(&op) {
+                    out.push(fields::unsupported(
+                        child(&cp, "operator"),
+                        op,
+                        &["In", "NotIn"],
+                    ));
+                }
+                if arr(req, "values").is_empty() {
+                    out.push(fields::invalid_raw(
+                        child(&cp, "values"),
+                        "[]",
+                        "at least one value is required",
+                    ));
+                }
+            }
+            (None, Some(_)) => {}
+        }
+    }
     out
 }
 
@@ -713,6 +770,38 @@ mod tests {
         assert_eq!(
             c[1].message,
             "Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
+        );
+    }
+
+    #[test]
+    fn pod_failure_policy_rules() {
+        let mut j = job();
+        j["spec"]["podFailurePolicy"] = json!({"rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]});
+        assert_eq!(f(&validate_job(&j, None)), vec![]);
+        j["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+        j["spec"]["podFailurePolicy"] = json!({"rules": [
+            {"action": "Retry", "onExitCodes": {"operator": "Between", "values": []}},
+            {"action": "Count"}]});
+        assert_eq!(
+            f(&validate_job(&j, None)),
+            vec![
+                ("spec.template.spec.restartPolicy", "FieldValueInvalid"),
+                (
+                    "spec.podFailurePolicy.rules[0].action",
+                    "FieldValueNotSupported"
+                ),
+                (
+                    "spec.podFailurePolicy.rules[0].onExitCodes.operator",
+                    "FieldValueNotSupported"
+                ),
+                (
+                    "spec.podFailurePolicy.rules[0].onExitCodes.values",
+                    "FieldValueInvalid"
+                ),
+                ("spec.podFailurePolicy.rules[1]", "FieldValueInvalid"),
+            ]
         );
     }
 
