@@ -267,6 +267,16 @@ impl Cache {
         }
     }
 
+    /// One label of one object, without parsing it: None when the object
+    /// is not cached, Some(None) when it lacks the label.
+    pub fn label(&self, namespace: &str, name: &str, key: &str) -> Option<Option<String>> {
+        self.inner
+            .read()
+            .objects
+            .get(&ObjectKey::new(namespace, name))
+            .map(|e| label_of(&e.packed, key).map(String::from))
+    }
+
     /// The labels of one object, without parsing it.
     pub fn labels(&self, namespace: &str, name: &str) -> Option<BTreeMap<String, String>> {
         self.inner

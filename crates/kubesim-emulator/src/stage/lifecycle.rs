@@ -153,9 +153,22 @@ impl Lifecycle {
                 // the selector needs more than its existence.
                 let managed = match self.shared.selector {
                     NodeSelector::All => nodes.contains("", node),
-                    NodeSelector::Marked => nodes
-                        .get("", node)
-                        .is_some_and(|n| self.shared.selector.manages(&n)),
+                    // The labels answer without decoding the node in the
+                    // usual case; only an unlabelled node is read whole
+                    // for its annotations.
+                    NodeSelector::Marked => {
+                        let marked = |label: Option<String>, key: &str| match key {
+                            crate::managed::KWOK_NODE => label.as_deref() == Some("fake"),
+                            _ => label.is_some(),
+                        };
+                        let labelled = [crate::managed::EMULATED, crate::managed::KWOK_NODE]
+                            .iter()
+                            .any(|k| nodes.label("", node, k).is_some_and(|l| marked(l, k)));
+                        labelled
+                            || nodes
+                                .get("", node)
+                                .is_some_and(|n| self.shared.selector.manages(&n))
+                    }
                 };
                 managed.then_some(node)
             }
