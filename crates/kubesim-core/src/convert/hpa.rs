@@ -57,7 +57,7 @@ pub(super) fn v2_to_v1(v2: Value) -> Value {
     let others: Vec<Value> = metrics
         .iter()
         .filter(|mt| cpu_utilization(mt).is_none())
-        .map(spec_to_v1)
+        .map(|mt| metric_to_v1(mt, Side::Target))
         .collect();
     if !others.is_empty() {
         notes.insert(METRICS.into(), json_string(&others));
@@ -91,7 +91,10 @@ pub(super) fn v2_to_v1(v2: Value) -> Value {
         }
         // All of them, the CPU one included, so its other fields survive.
         if !current.is_empty() {
-            let v1: Vec<Value> = current.iter().map(status_to_v1).collect();
+            let v1: Vec<Value> = current
+                .iter()
+                .map(|c| metric_to_v1(c, Side::Current))
+                .collect();
             notes.insert(CURRENT_METRICS.into(), json_string(&v1));
         }
         let conditions = arr(st.get("conditions"));
@@ -128,78 +131,78 @@ fn identifier(
     copy(&id, "selector", to, selector_key);
 }
 
-fn spec_to_v1(metric: &Value) -> Value {
-    let ty = metric.get("type").and_then(Value::as_str).unwrap_or("");
-    let key = source_key(ty);
-    let src = obj(metric.get(key));
-    let target = obj(src.get("target"));
-    let mut out = Map::new();
-    match ty {
-        "Resource" | "ContainerResource" => {
-            copy(&src, "name", &mut out, "name");
-            copy(&src, "container", &mut out, "container");
-            copy(
-                &target,
-                "averageUtilization",
-                &mut out,
-                "targetAverageUtilization",
-            );
-            copy(&target, "averageValue", &mut out, "targetAverageValue");
-        }
-        "Pods" => {
-            identifier(&src, "metricName", "selector", &mut out);
-            copy(&target, "averageValue", &mut out, "targetAverageValue");
-        }
-        "Object" => {
-            copy(&src, "describedObject", &mut out, "target");
-            identifier(&src, "metricName", "selector", &mut out);
-            copy(&target, "value", &mut out, "targetValue");
-            copy(&target, "averageValue", &mut out, "averageValue");
-        }
-        "External" => {
-            identifier(&src, "metricName", "metricSelector", &mut out);
-            copy(&target, "value", &mut out, "targetValue");
-            copy(&target, "averageValue", &mut out, "targetAverageValue");
-        }
-        _ => {}
-    }
-    json!({"type": ty, key: out})
+/// Which half of a metric is converted: a spec's `target` or a status's
+/// `current`. v1 (v2beta1's shape) flattens it into the source with the
+/// half's name as prefix (`targetAverageValue`, `currentValue`, ...).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Target,
+    Current,
 }
 
-fn status_to_v1(metric: &Value) -> Value {
+impl Side {
+    fn member(self) -> &'static str {
+        match self {
+            Side::Target => "target",
+            Side::Current => "current",
+        }
+    }
+}
+
+/// The value fields of v2's MetricTarget / MetricValueStatus.
+const VALUE_FIELDS: [&str; 3] = ["averageUtilization", "averageValue", "value"];
+
+/// v1's name for v2 value field `field` of a metric of type `ty`, if v1
+/// has one. (Object's average value is unprefixed in v1.)
+fn v1_value_name(ty: &str, field: &str, side: Side) -> Option<String> {
+    let p = side.member();
+    match (ty, field) {
+        ("Resource" | "ContainerResource", "averageUtilization") => {
+            Some(format!("{p}AverageUtilization"))
+        }
+        ("Object", "averageValue") => Some("averageValue".into()),
+        ("Resource" | "ContainerResource" | "Pods" | "External", "averageValue") => {
+            Some(format!("{p}AverageValue"))
+        }
+        ("Object" | "External", "value") => Some(format!("{p}Value")),
+        _ => None,
+    }
+}
+
+/// v1's names for the metric name and selector of a custom metric type.
+fn v1_identifier(ty: &str) -> Option<(&'static str, &'static str)> {
+    match ty {
+        "Pods" | "Object" => Some(("metricName", "selector")),
+        "External" => Some(("metricName", "metricSelector")),
+        _ => None,
+    }
+}
+
+fn is_resource(ty: &str) -> bool {
+    matches!(ty, "Resource" | "ContainerResource")
+}
+
+/// A v2 metric spec or status in v1's shape.
+fn metric_to_v1(metric: &Value, side: Side) -> Value {
     let ty = metric.get("type").and_then(Value::as_str).unwrap_or("");
     let key = source_key(ty);
     let src = obj(metric.get(key));
-    let cur = obj(src.get("current"));
+    let values = obj(src.get(side.member()));
     let mut out = Map::new();
-    match ty {
-        "Resource" | "ContainerResource" => {
-            copy(&src, "name", &mut out, "name");
-            copy(&src, "container", &mut out, "container");
-            copy(
-                &cur,
-                "averageUtilization",
-                &mut out,
-                "currentAverageUtilization",
-            );
-            copy(&cur, "averageValue", &mut out, "currentAverageValue");
+    if is_resource(ty) {
+        copy(&src, "name", &mut out, "name");
+        copy(&src, "container", &mut out, "container");
+    }
+    if ty == "Object" {
+        copy(&src, "describedObject", &mut out, "target");
+    }
+    if let Some((name, selector)) = v1_identifier(ty) {
+        identifier(&src, name, selector, &mut out);
+    }
+    for f in VALUE_FIELDS {
+        if let Some(n) = v1_value_name(ty, f, side) {
+            copy(&values, f, &mut out, &n);
         }
-        "Pods" => {
-            identifier(&src, "metricName", "selector", &mut out);
-            copy(&cur, "averageValue", &mut out, "currentAverageValue");
-        }
-        "Object" => {
-            copy(&src, "describedObject", &mut out, "target");
-            identifier(&src, "metricName", "selector", &mut out);
-            copy(&cur, "value", &mut out, "currentValue");
-            copy(&cur, "averageValue", &mut out, "averageValue");
-        }
-        "External" => {
-            identifier(&src, "metricName", "metricSelector", &mut out);
-            copy(&cur, "value", &mut out, "currentValue");
-            copy(&cur, "averageValue", &mut out, "currentAverageValue");
-        }
-        _ => {}
     }
     json!({"type": ty, key: out})
 }
@@ -268,7 +271,7 @@ pub(super) fn v1_to_v2(v1: Value) -> Result<Value, ApiError> {
     let mut metrics: Vec<Value> = other_metrics
         .unwrap_or_default()
         .iter()
-        .map(spec_to_v2)
+        .map(|mt| metric_to_v2(mt, Side::Target))
         .collect();
     if let Some(u) = spec
         .get("targetCPUUtilizationPercentage")
@@ -301,7 +304,7 @@ pub(super) fn v1_to_v2(v1: Value) -> Result<Value, ApiError> {
         // The annotation holds every current metric; without it only the
         // CPU utilization is known.
         let current = match current_metrics {
-            Some(c) => c.iter().map(status_to_v2).collect(),
+            Some(c) => c.iter().map(|m| metric_to_v2(m, Side::Current)).collect(),
             None => st
                 .get("currentCPUUtilizationPercentage")
                 .filter(|v| !v.is_null())
@@ -330,119 +333,44 @@ fn metric_identifier(src: &Map<String, Value>, name_key: &str, selector_key: &st
     Value::Object(id)
 }
 
-fn spec_to_v2(metric: &Value) -> Value {
+/// A v1 metric spec or status in v2's shape; a spec's target also gets
+/// the type its values imply.
+fn metric_to_v2(metric: &Value, side: Side) -> Value {
     let ty = metric.get("type").and_then(Value::as_str).unwrap_or("");
     let key = source_key(ty);
     let src = obj(metric.get(key));
+    let present = |field: &str| {
+        v1_value_name(ty, field, side)
+            .and_then(|n| src.get(&n).cloned())
+            .is_some_and(|v| !v.is_null())
+    };
     let mut out = Map::new();
-    let mut target = Map::new();
-    match ty {
-        "Resource" | "ContainerResource" => {
-            copy(&src, "name", &mut out, "name");
-            copy(&src, "container", &mut out, "container");
-            if src
-                .get("targetAverageUtilization")
-                .is_some_and(|v| !v.is_null())
-            {
-                target.insert("type".into(), "Utilization".into());
-                copy(
-                    &src,
-                    "targetAverageUtilization",
-                    &mut target,
-                    "averageUtilization",
-                );
-            } else {
-                target.insert("type".into(), "AverageValue".into());
-            }
-            copy(&src, "targetAverageValue", &mut target, "averageValue");
-        }
-        "Pods" => {
-            out.insert(
-                "metric".into(),
-                metric_identifier(&src, "metricName", "selector"),
-            );
-            target.insert("type".into(), "AverageValue".into());
-            copy(&src, "targetAverageValue", &mut target, "averageValue");
-        }
-        "Object" => {
-            copy(&src, "target", &mut out, "describedObject");
-            out.insert(
-                "metric".into(),
-                metric_identifier(&src, "metricName", "selector"),
-            );
-            let ty = if src.get("averageValue").is_some_and(|v| !v.is_null()) {
-                "AverageValue"
-            } else {
-                "Value"
-            };
-            target.insert("type".into(), ty.into());
-            copy(&src, "targetValue", &mut target, "value");
-            copy(&src, "averageValue", &mut target, "averageValue");
-        }
-        "External" => {
-            out.insert(
-                "metric".into(),
-                metric_identifier(&src, "metricName", "metricSelector"),
-            );
-            let ty = if src.get("targetAverageValue").is_some_and(|v| !v.is_null()) {
-                "AverageValue"
-            } else {
-                "Value"
-            };
-            target.insert("type".into(), ty.into());
-            copy(&src, "targetValue", &mut target, "value");
-            copy(&src, "targetAverageValue", &mut target, "averageValue");
-        }
-        _ => {}
+    if is_resource(ty) {
+        copy(&src, "name", &mut out, "name");
+        copy(&src, "container", &mut out, "container");
     }
-    out.insert("target".into(), Value::Object(target));
-    json!({"type": ty, key: out})
-}
-
-fn status_to_v2(metric: &Value) -> Value {
-    let ty = metric.get("type").and_then(Value::as_str).unwrap_or("");
-    let key = source_key(ty);
-    let src = obj(metric.get(key));
-    let mut out = Map::new();
-    let mut cur = Map::new();
-    match ty {
-        "Resource" | "ContainerResource" => {
-            copy(&src, "name", &mut out, "name");
-            copy(&src, "container", &mut out, "container");
-            copy(
-                &src,
-                "currentAverageUtilization",
-                &mut cur,
-                "averageUtilization",
-            );
-            copy(&src, "currentAverageValue", &mut cur, "averageValue");
-        }
-        "Pods" => {
-            out.insert(
-                "metric".into(),
-                metric_identifier(&src, "metricName", "selector"),
-            );
-            copy(&src, "currentAverageValue", &mut cur, "averageValue");
-        }
-        "Object" => {
-            copy(&src, "target", &mut out, "describedObject");
-            out.insert(
-                "metric".into(),
-                metric_identifier(&src, "metricName", "selector"),
-            );
-            copy(&src, "currentValue", &mut cur, "value");
-            copy(&src, "averageValue", &mut cur, "averageValue");
-        }
-        "External" => {
-            out.insert(
-                "metric".into(),
-                metric_identifier(&src, "metricName", "metricSelector"),
-            );
-            copy(&src, "currentValue", &mut cur, "value");
-            copy(&src, "currentAverageValue", &mut cur, "averageValue");
-        }
-        _ => {}
+    if ty == "Object" {
+        copy(&src, "target", &mut out, "describedObject");
     }
-    out.insert("current".into(), Value::Object(cur));
+    if let Some((name, selector)) = v1_identifier(ty) {
+        out.insert("metric".into(), metric_identifier(&src, name, selector));
+    }
+    let mut values = Map::new();
+    if side == Side::Target && (is_resource(ty) || v1_identifier(ty).is_some()) {
+        let kind = if present("averageUtilization") {
+            "Utilization"
+        } else if present("averageValue") || v1_value_name(ty, "value", side).is_none() {
+            "AverageValue"
+        } else {
+            "Value"
+        };
+        values.insert("type".into(), kind.into());
+    }
+    for f in VALUE_FIELDS {
+        if let Some(n) = v1_value_name(ty, f, side) {
+            copy(&src, &n, &mut values, f);
+        }
+    }
+    out.insert(side.member().into(), Value::Object(values));
     json!({"type": ty, key: out})
 }

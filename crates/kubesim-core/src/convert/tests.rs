@@ -157,3 +157,43 @@ fn storage_versions_share_one_key() {
         assert!(is_converted(&a) && !is_converted(&b));
     }
 }
+
+#[test]
+fn hpa_every_metric_type_survives_v1() {
+    let v2r = res("autoscaling", "v2", "horizontalpodautoscalers");
+    let v1r = res("autoscaling", "v1", "horizontalpodautoscalers");
+    let mut hpa = hpa_v2();
+    hpa["spec"]["metrics"] = json!([
+        {"type": "Object", "object": {"describedObject": {"kind": "Ingress", "name": "main"},
+            "metric": {"name": "rps"}, "target": {"type": "Value", "value": "2k"}}},
+        {"type": "Object", "object": {"describedObject": {"kind": "Ingress", "name": "main"},
+            "metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "20"}}},
+        {"type": "External", "external": {"metric": {"name": "queue", "selector": {"matchLabels": {"q": "a"}}},
+            "target": {"type": "Value", "value": "30"}}},
+        {"type": "External", "external": {"metric": {"name": "queue"},
+            "target": {"type": "AverageValue", "averageValue": "3"}}},
+        {"type": "ContainerResource", "containerResource": {"name": "memory", "container": "app",
+            "target": {"type": "Utilization", "averageUtilization": 80}}}
+    ]);
+    hpa["status"]["currentMetrics"] = json!([
+        {"type": "Object", "object": {"describedObject": {"kind": "Ingress", "name": "main"},
+            "metric": {"name": "rps"}, "current": {"value": "1k", "averageValue": "10"}}},
+        {"type": "External", "external": {"metric": {"name": "queue"}, "current": {"value": "12", "averageValue": "4"}}},
+        {"type": "Pods", "pods": {"metric": {"name": "qps"}, "current": {"averageValue": "7"}}}
+    ]);
+    let v1 = from_storage(&v1r, hpa.clone());
+    let notes = &v1["metadata"]["annotations"];
+    let specs: Value = serde_json::from_str(notes[hpa_key("metrics")].as_str().unwrap()).unwrap();
+    assert_eq!(
+        specs[2],
+        json!({"type": "External", "external": {"metricName": "queue",
+            "metricSelector": {"matchLabels": {"q": "a"}}, "targetValue": "30"}})
+    );
+    assert_eq!(
+        specs[1],
+        json!({"type": "Object", "object": {"target": {"kind": "Ingress", "name": "main"},
+            "metricName": "rps", "averageValue": "20"}})
+    );
+    assert_eq!(to_storage(&v1r, v1).unwrap(), hpa);
+    assert_eq!(from_storage(&v2r, hpa.clone()), hpa);
+}
