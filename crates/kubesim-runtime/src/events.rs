@@ -7,7 +7,7 @@
 //! never waits for an event, and under overload events are dropped, not
 //! queued without limit.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,7 +97,8 @@ impl EventRecorder {
             style,
             component: component.to_string(),
             seen: BTreeMap::new(),
-            order: VecDeque::new(),
+            order: BTreeMap::new(),
+            due: BTreeMap::new(),
             sequence: 0,
             spam: SpamFilter::default(),
         };
@@ -159,6 +160,18 @@ struct Seen {
     last_observed: jiff::Timestamp,
     last_seen_at: Instant,
     written_at: Instant,
+    /// Its place in [`Writer::order`].
+    seq: u64,
+    /// Whether [`Writer::due`] holds a check for it.
+    scheduled: bool,
+}
+
+impl Seen {
+    /// When its unwritten repeats must be written: at the refresh, or
+    /// once the series has been quiet long enough to end.
+    fn due(&self) -> Instant {
+        (self.last_seen_at + SERIES_FINISH).min(self.written_at + SERIES_REFRESH)
+    }
 }
 
 struct Writer {
@@ -167,7 +180,11 @@ struct Writer {
     style: EventStyle,
     component: String,
     seen: BTreeMap<Identity, Seen>,
-    order: VecDeque<Identity>,
+    /// Remembered identities, oldest first, keyed by their `seq`.
+    order: BTreeMap<u64, Identity>,
+    /// Series checks by time (then `seq`, to keep keys unique). A check may
+    /// find its series observed since; it is then put back for later.
+    due: BTreeMap<(Instant, u64), Identity>,
     sequence: u64,
     spam: SpamFilter,
 }
@@ -175,15 +192,12 @@ struct Writer {
 impl Writer {
     async fn run(mut self, mut rx: mpsc::Receiver<Pending>) {
         loop {
-            // A timer only while some series has repeats to write, set for
-            // the first one due.
+            // A timer only while some series has repeats to write.
             let tick = self
-                .seen
-                .values()
-                .filter(|s| s.unwritten)
-                .map(|s| (s.last_seen_at + SERIES_FINISH).min(s.written_at + SERIES_REFRESH))
-                .min()
-                .map(|due| self.clock.sleep_until(due));
+                .due
+                .keys()
+                .next()
+                .map(|(at, _)| self.clock.sleep_until(*at));
             tokio::select! {
                 biased;
                 p = rx.recv() => match p {
@@ -204,35 +218,43 @@ impl Writer {
     /// forgotten) and those last written [`SERIES_REFRESH`] ago.
     async fn flush_series(&mut self) {
         let now = self.clock.instant();
-        let due: Vec<Identity> = self
-            .seen
-            .iter()
-            .filter(|(_, s)| {
-                s.unwritten
-                    && (now >= s.last_seen_at + SERIES_FINISH
-                        || now >= s.written_at + SERIES_REFRESH)
-            })
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in due {
+        while let Some(entry) = self.due.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let id = entry.remove();
             let Some(seen) = self.seen.get_mut(&id) else {
                 continue;
             };
+            seen.scheduled = false;
+            if !seen.unwritten {
+                continue;
+            }
+            if seen.due() > now {
+                // Observed again since the check was set: check later.
+                seen.scheduled = true;
+                self.due.insert((seen.due(), seen.seq), id);
+                continue;
+            }
             seen.unwritten = false;
             seen.written_at = now;
-            let finished = now >= seen.last_seen_at + SERIES_FINISH;
             let (ns, name, body) = (
                 seen.namespace.clone(),
                 seen.name.clone(),
                 series_patch(seen),
             );
-            if finished {
-                self.seen.remove(&id);
-                self.order.retain(|o| o != &id);
+            if now >= seen.last_seen_at + SERIES_FINISH {
+                self.forget(&id);
             }
             if let Err(e) = self.patch_event(&ns, &name, body).await {
                 tracing::debug!(error = %e.message, "event series update failed");
             }
+        }
+    }
+
+    fn forget(&mut self, id: &Identity) {
+        if let Some(seen) = self.seen.remove(id) {
+            self.order.remove(&seen.seq);
         }
     }
 
@@ -266,10 +288,12 @@ impl Writer {
             .to_string();
         // This writer is one source, so the object alone keys its bucket;
         // the events.k8s.io recorder has no spam filter.
-        let spam_key = format!("{}/{object}", p.namespace);
-        if self.style == EventStyle::Legacy && !self.spam.allow(&spam_key, self.clock.instant()) {
-            tracing::debug!(reason = %p.reason, "event dropped by the spam filter");
-            return;
+        if self.style == EventStyle::Legacy {
+            let spam_key = format!("{}/{object}", p.namespace);
+            if !self.spam.allow(&spam_key, self.clock.instant()) {
+                tracing::debug!(reason = %p.reason, "event dropped by the spam filter");
+                return;
+            }
         }
         let id: Identity = (
             p.namespace.clone(),
@@ -284,6 +308,10 @@ impl Writer {
             seen.last_seen_at = self.clock.instant();
             if self.style == EventStyle::Series && seen.count > 2 {
                 seen.unwritten = true;
+                if !seen.scheduled {
+                    seen.scheduled = true;
+                    self.due.insert((seen.due(), seen.seq), id);
+                }
                 return;
             }
             seen.written_at = seen.last_seen_at;
@@ -295,9 +323,7 @@ impl Writer {
             match self.patch_event(&ns, &name, body).await {
                 Ok(_) => return,
                 // Deleted meanwhile (e.g. with its namespace): start anew.
-                Err(e) if e.code == 404 => {
-                    self.seen.remove(&id);
-                }
+                Err(e) if e.code == 404 => self.forget(&id),
                 Err(e) => {
                     tracing::debug!(error = %e.message, "event update failed");
                     return;
@@ -336,6 +362,7 @@ impl Writer {
         {
             Ok(_) => {
                 let at = self.clock.instant();
+                let seq = self.sequence;
                 self.seen.insert(
                     id.clone(),
                     Seen {
@@ -346,11 +373,13 @@ impl Writer {
                         last_observed: self.clock.now(),
                         last_seen_at: at,
                         written_at: at,
+                        seq,
+                        scheduled: false,
                     },
                 );
-                self.order.push_back(id);
+                self.order.insert(seq, id);
                 while self.order.len() > REMEMBERED {
-                    if let Some(old) = self.order.pop_front() {
+                    if let Some((_, old)) = self.order.pop_first() {
                         self.seen.remove(&old);
                     }
                 }

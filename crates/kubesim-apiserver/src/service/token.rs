@@ -49,27 +49,20 @@ impl Server {
                 ApiError::bad_request("spec.expirationSeconds must be an integer")
             })?,
         };
-        if expiration < MIN_EXPIRATION {
+        let too = if expiration < MIN_EXPIRATION {
+            Some("less than 10 minutes")
+        } else if expiration > MAX_EXPIRATION {
+            Some("larger than 2^32 seconds")
+        } else {
+            None
+        };
+        if let Some(too) = too {
             return Err(invalid(
                 name,
-                Cause::new(
-                    "FieldValueInvalid",
+                kubesim_core::validation::fields::invalid_int(
                     "spec.expirationSeconds",
-                    format!(
-                        "Invalid value: {expiration}: may not specify a duration less than 10 minutes"
-                    ),
-                ),
-            ));
-        }
-        if expiration > MAX_EXPIRATION {
-            return Err(invalid(
-                name,
-                Cause::new(
-                    "FieldValueInvalid",
-                    "spec.expirationSeconds",
-                    format!(
-                        "Invalid value: {expiration}: may not specify a duration larger than 2^32 seconds"
-                    ),
+                    expiration,
+                    &format!("may not specify a duration {too}"),
                 ),
             ));
         }

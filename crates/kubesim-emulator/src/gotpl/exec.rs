@@ -49,22 +49,13 @@ fn err(line: usize, msg: impl std::fmt::Display) -> TemplateError {
 fn fields_of(v: &Value, path: &[String]) -> Value {
     let mut at = v;
     for f in path {
-        match at.get(f.as_str()) {
-            Some(next) if at.is_object() => at = next,
-            _ => return Value::Null,
-        }
+        // Only objects have fields: anything else gives null, as before.
+        let Some(next) = at.get(f.as_str()) else {
+            return Value::Null;
+        };
+        at = next;
     }
     at.clone()
-}
-
-fn fields(mut v: Value, path: &[String]) -> Value {
-    for f in path {
-        v = match v {
-            Value::Object(mut m) => m.remove(f).unwrap_or(Value::Null),
-            _ => Value::Null,
-        };
-    }
-    v
 }
 
 impl<'a> Exec<'a> {
@@ -282,7 +273,7 @@ impl<'a> Exec<'a> {
             Arg::Nil => Value::Null,
             Arg::Sub(p, path) => {
                 let v = self.eval_cmds(&p.cmds, dot, line)?;
-                fields(v, path)
+                fields_of(&v, path)
             }
         })
     }

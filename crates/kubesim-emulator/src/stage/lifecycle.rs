@@ -148,28 +148,10 @@ impl Lifecycle {
             Kind::Node => self.shared.selector.manages(obj).then(|| meta::name(obj)),
             Kind::Pod => {
                 let node = meta::path(obj, "spec.nodeName").and_then(Value::as_str)?;
-                let nodes = &self.shared.funcs.nodes;
-                // Asked for every pod change: decode the node only when
-                // the selector needs more than its existence.
-                let managed = match self.shared.selector {
-                    NodeSelector::All => nodes.contains("", node),
-                    // The labels answer without decoding the node in the
-                    // usual case; only an unlabelled node is read whole
-                    // for its annotations.
-                    NodeSelector::Marked => {
-                        let marked = |label: Option<String>, key: &str| match key {
-                            crate::managed::KWOK_NODE => label.as_deref() == Some("fake"),
-                            _ => label.is_some(),
-                        };
-                        let labelled = [crate::managed::EMULATED, crate::managed::KWOK_NODE]
-                            .iter()
-                            .any(|k| nodes.label("", node, k).is_some_and(|l| marked(l, k)));
-                        labelled
-                            || nodes
-                                .get("", node)
-                                .is_some_and(|n| self.shared.selector.manages(&n))
-                    }
-                };
+                let managed = self
+                    .shared
+                    .selector
+                    .manages_cached(&self.shared.funcs.nodes, node);
                 managed.then_some(node)
             }
         }

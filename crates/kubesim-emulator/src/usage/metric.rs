@@ -372,16 +372,13 @@ pub fn serve(model: &Arc<Model>, path: &str) -> Option<String> {
                 .filter(|node| model.selector.manages(node))
                 .into_iter()
                 .collect(),
-            None => {
-                let mut all: Vec<Arc<Value>> = model
-                    .nodes
-                    .list()
-                    .into_iter()
-                    .filter(|n| model.selector.manages(n))
-                    .collect();
-                all.sort_by(|a, b| meta::name(a).cmp(meta::name(b)));
-                all
-            }
+            // The cache lists nodes in name order.
+            None => model
+                .nodes
+                .list()
+                .into_iter()
+                .filter(|n| model.selector.manages(n))
+                .collect(),
         };
         if nodes.is_empty() {
             continue;

@@ -143,8 +143,8 @@ impl UsagePublisher {
         let now = meta::format_time(self.clock.now());
         let mut seen_pods = BTreeMap::new();
         let mut seen_nodes = BTreeMap::new();
-        let mut nodes = self.model.nodes.list();
-        nodes.sort_by(|a, b| meta::name(a).cmp(meta::name(b)));
+        // In name order: the cache keeps its objects sorted.
+        let nodes = self.model.nodes.list();
         for node in nodes.iter().filter(|n| self.model.selector.manages(n)) {
             let node_name = meta::name(node).to_string();
             let mut total = Usage::default();

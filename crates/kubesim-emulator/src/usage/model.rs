@@ -200,18 +200,20 @@ impl Model {
         self.nodes.get("", node)
     }
 
-    /// Running pods on `node`, in namespace/name order.
+    /// The cached pod, or the error a CEL function reports for it.
+    fn pod(&self, namespace: &str, name: &str) -> Result<Arc<Value>, String> {
+        self.pods
+            .get(namespace, name)
+            .ok_or_else(|| format!("no pod {namespace}/{name}"))
+    }
+
+    /// Running pods on `node`, in namespace/name order (the cache's).
     pub fn running_pods(&self, node: &str) -> Vec<Arc<Value>> {
-        let mut pods: Vec<Arc<Value>> = self
-            .pods
+        self.pods
             .on_node(node)
             .into_iter()
             .filter(|p| meta::path(p, "status.phase").and_then(Value::as_str) == Some("Running"))
-            .collect();
-        pods.sort_by(|a, b| {
-            (meta::namespace(a), meta::name(a)).cmp(&(meta::namespace(b), meta::name(b)))
-        });
-        pods
+            .collect()
     }
 
     /// Logs and records an expression's failure the first time it happens.
@@ -339,10 +341,7 @@ impl Host for ModelHost {
         let m = &self.0;
         match target {
             Target::Pod { namespace, name } => {
-                let pod = m
-                    .pods
-                    .get(namespace, name)
-                    .ok_or_else(|| format!("no pod {namespace}/{name}"))?;
+                let pod = m.pod(namespace, name)?;
                 Ok(m.pod_rate(&pod, resource, container, depth))
             }
             Target::Node { name } => Ok(m
@@ -364,10 +363,7 @@ impl Host for ModelHost {
         let now = seconds(m.clock.now());
         match target {
             Target::Pod { namespace, name } => {
-                let pod = m
-                    .pods
-                    .get(namespace, name)
-                    .ok_or_else(|| format!("no pod {namespace}/{name}"))?;
+                let pod = m.pod(namespace, name)?;
                 Ok(m.pod_total(&pod, resource, container, now, depth))
             }
             Target::Node { name } => {
