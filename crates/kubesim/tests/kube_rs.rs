@@ -475,7 +475,10 @@ fn restart_keeps_objects_and_resource_versions() {
         "/api/v1/namespaces/keep/pods",
         Some(&json!({
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            // No scheduler serves this name, so no one writes the pod after
+            // its creation (the default scheduler would record that it is
+            // unschedulable at some moment racing the snapshot below).
+            "spec": {"schedulerName": "unserved", "containers": [{"name": "c", "image": "busybox"}]},
         })),
         201,
     );
