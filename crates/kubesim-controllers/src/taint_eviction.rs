@@ -5,6 +5,7 @@
 //! and the default 300 s tolerations every pod gets, this is what empties a
 //! dead node five minutes after it went silent.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use kubesim_core::{meta, ApiError};
 use kubesim_runtime::{
     run_workers, DeleteOptions, EventType, ObjectKey, Requeue, ResourceRef, WorkQueue,
 };
+use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::Context;
@@ -20,18 +22,31 @@ pub async fn run(ctx: Arc<Context>) {
     let nodes = ctx.informers.get(&ResourceRef::core("nodes"));
     let pods = ctx.informers.get(&ResourceRef::core("pods"));
     let queue = WorkQueue::new(ctx.clock.clone());
+    // Names of the nodes with NoExecute taints: nearly always none, and
+    // knowing that spares parsing a pod and its node on every pod change.
+    let tainted: Arc<RwLock<BTreeSet<String>>> = Arc::default();
     let q = queue.clone();
     let pod_cache = pods.cache();
+    let t = tainted.clone();
     // A node's NoExecute taints changing concerns every pod on it.
     nodes.on_change(move |c| {
         let taints = |n: &Value| no_execute(n);
+        let name = meta::name(c.object());
+        let now = match c {
+            kubesim_runtime::Change::Deleted(_) => Vec::new(),
+            _ => taints(c.object()),
+        };
+        if now.is_empty() {
+            t.write().remove(name);
+        } else {
+            t.write().insert(name.to_string());
+        }
         let changed = match c {
-            kubesim_runtime::Change::Modified { old, new } => taints(old) != taints(new),
-            kubesim_runtime::Change::Added(n) => !taints(n).is_empty(),
+            kubesim_runtime::Change::Modified { old, .. } => taints(old) != now,
+            kubesim_runtime::Change::Added(_) => !now.is_empty(),
             kubesim_runtime::Change::Deleted(_) => false,
         };
         if changed {
-            let name = meta::name(c.object());
             for p in pod_cache.on_node(name) {
                 q.add(ObjectKey::of(&p));
             }
@@ -42,7 +57,7 @@ pub async fn run(ctx: Arc<Context>) {
         if let kubesim_runtime::Change::Deleted(_) = c {
             return;
         }
-        if node_of(c.object()).is_some() {
+        if node_of(c.object()).is_some_and(|n| tainted.read().contains(n)) {
             q.add(ObjectKey::of(c.object()));
         }
     });

@@ -149,12 +149,11 @@ impl Emulator {
             recorder: recorder.clone(),
             faults: faults.clone(),
             selector: config.selector.clone(),
-            funcs: FuncContext {
-                clock: clock.clone(),
-                start_time: kubesim_core::meta::format_time(clock.now()),
-                nodes: informers.get(&ResourceRef::core("nodes")).cache(),
-                pools: Default::default(),
-            },
+            funcs: FuncContext::new(
+                clock.clone(),
+                kubesim_core::meta::format_time(clock.now()),
+                informers.get(&ResourceRef::core("nodes")).cache(),
+            ),
             registry: kubesim_core::Registry::new(),
         });
         let stages = stage::engine::run(

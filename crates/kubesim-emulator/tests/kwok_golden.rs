@@ -88,12 +88,11 @@ fn stages_in(dir: &Path) -> Vec<Arc<Stage>> {
 fn check_dir(rel: &str) -> usize {
     let dir = stage_root().join(rel);
     let stages = stages_in(&dir);
-    let ctx = kubesim_emulator::stage::funcs::FuncContext {
-        clock: kubesim_runtime::Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap()),
-        start_time: String::new(),
-        nodes: Arc::new(kubesim_runtime::Cache::default()),
-        pools: Default::default(),
-    };
+    let ctx = kubesim_emulator::stage::funcs::FuncContext::new(
+        kubesim_runtime::Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap()),
+        String::new(),
+        Arc::new(kubesim_runtime::Cache::default()),
+    );
     let real = kubesim_emulator::stage::funcs::KwokFuncs {
         ctx: &ctx,
         node: "",

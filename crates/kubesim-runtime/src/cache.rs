@@ -197,6 +197,16 @@ impl Cache {
             .map(|e| e.parse(self.shape))
     }
 
+    /// The cached object's resourceVersion, without parsing it: lets a
+    /// reader keep what it derived from an object until the object changes.
+    pub fn resource_version(&self, namespace: &str, name: &str) -> Option<String> {
+        self.inner
+            .read()
+            .objects
+            .get(&ObjectKey::new(namespace, name))
+            .map(|e| e.resource_version().to_string())
+    }
+
     pub fn contains(&self, namespace: &str, name: &str) -> bool {
         self.inner
             .read()

@@ -1,10 +1,12 @@
 //! kwok's template functions (`Now`, `NodeIP`, `PodIPsWith`, `YAML`, ...)
 //! for the Go templates of Stage steps.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kubesim_core::meta;
 use kubesim_runtime::{Cache, Clock};
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::ippool::IpPools;
@@ -28,6 +30,49 @@ pub struct FuncContext {
     /// Every Node, whole (addresses and podCIDRs are read).
     pub nodes: Arc<Cache>,
     pub pools: IpPools,
+    /// Each node's addresses as last read, by node name: nearly every pod
+    /// step asks for them, and parsing the node each time cost more than
+    /// the rest of the render.
+    addresses: Mutex<BTreeMap<String, Arc<NodeAddresses>>>,
+}
+
+/// What a node's object says of its addresses, at one resourceVersion.
+struct NodeAddresses {
+    resource_version: String,
+    /// Its InternalIPs.
+    ips: Vec<String>,
+    /// `spec.podCIDRs`, else `spec.podCIDR`.
+    pod_cidrs: Vec<String>,
+}
+
+impl NodeAddresses {
+    fn of(node: &Value) -> Self {
+        let ips = meta::path(node, "status.addresses")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|a| a.get("type").and_then(Value::as_str) == Some("InternalIP"))
+            .filter_map(|a| a.get("address").and_then(Value::as_str).map(String::from))
+            .collect();
+        let mut pod_cidrs: Vec<String> = meta::path(node, "spec.podCIDRs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.as_str().map(String::from))
+            .collect();
+        if pod_cidrs.is_empty() {
+            pod_cidrs.extend(
+                meta::path(node, "spec.podCIDR")
+                    .and_then(Value::as_str)
+                    .map(String::from),
+            );
+        }
+        NodeAddresses {
+            resource_version: meta::resource_version(node).to_string(),
+            ips,
+            pod_cidrs,
+        }
+    }
 }
 
 /// The functions for rendering a template over one object.
@@ -38,18 +83,40 @@ pub struct KwokFuncs<'a> {
 }
 
 impl FuncContext {
+    pub fn new(clock: Clock, start_time: String, nodes: Arc<Cache>) -> Self {
+        FuncContext {
+            clock,
+            start_time,
+            nodes,
+            pools: IpPools::default(),
+            addresses: Mutex::default(),
+        }
+    }
+
+    /// The node's addresses, read again only when the node has changed.
+    fn addresses(&self, node: &str) -> Option<Arc<NodeAddresses>> {
+        let Some(rv) = self.nodes.resource_version("", node) else {
+            self.addresses.lock().remove(node);
+            return None;
+        };
+        if let Some(a) = self.addresses.lock().get(node) {
+            if a.resource_version == rv {
+                return Some(a.clone());
+            }
+        }
+        let fresh = Arc::new(NodeAddresses::of(&*self.nodes.get("", node)?));
+        self.addresses
+            .lock()
+            .insert(node.to_string(), fresh.clone());
+        Some(fresh)
+    }
+
     /// The InternalIPs a node reports, or one derived from its name.
     pub fn node_ips(&self, node: &str) -> Vec<String> {
-        let ips: Vec<String> = self
-            .nodes
-            .get("", node)
-            .and_then(|n| meta::path(&n, "status.addresses").cloned())
-            .and_then(|a| a.as_array().cloned())
-            .unwrap_or_default()
-            .iter()
-            .filter(|a| a.get("type").and_then(Value::as_str) == Some("InternalIP"))
-            .filter_map(|a| a.get("address").and_then(Value::as_str).map(String::from))
-            .collect();
+        let ips = self
+            .addresses(node)
+            .map(|a| a.ips.clone())
+            .unwrap_or_default();
         if !ips.is_empty() || node.is_empty() {
             return ips;
         }
@@ -62,21 +129,8 @@ impl FuncContext {
 
     /// The node's pod CIDRs (`spec.podCIDRs`, else `spec.podCIDR`).
     pub fn pod_cidrs(&self, node: &str) -> Vec<String> {
-        let Some(n) = self.nodes.get("", node) else {
-            return Vec::new();
-        };
-        let list: Vec<String> = meta::path(&n, "spec.podCIDRs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.as_str().map(String::from))
-            .collect();
-        if !list.is_empty() {
-            return list;
-        }
-        meta::path(&n, "spec.podCIDR")
-            .and_then(Value::as_str)
-            .map(|c| vec![c.to_string()])
+        self.addresses(node)
+            .map(|a| a.pod_cidrs.clone())
             .unwrap_or_default()
     }
 
@@ -200,12 +254,11 @@ mod tests {
         for n in nodes {
             cache.upsert(n);
         }
-        FuncContext {
-            clock: Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap()),
-            start_time: "2026-01-01T00:00:00Z".into(),
-            nodes: cache,
-            pools: IpPools::default(),
-        }
+        FuncContext::new(
+            Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap()),
+            "2026-01-01T00:00:00Z".into(),
+            cache,
+        )
     }
 
     #[test]
