@@ -36,6 +36,9 @@ struct Inner {
     namespaces_dirty: bool,
     pdbs: BTreeMap<ObjectKey, Arc<Value>>,
     pdbs_dirty: bool,
+    /// PersistentVolumeClaims with the ReadWriteOncePod access mode.
+    rwop_claims: Arc<BTreeSet<ObjectKey>>,
+    claims_dirty: bool,
     /// How many nodes report each image (ImageLocality spreads scores).
     image_nodes: Arc<BTreeMap<String, usize>>,
     images_dirty: bool,
@@ -181,6 +184,7 @@ impl Cache {
             host_ports: pod.host_ports.clone(),
             node_name: node.to_string(),
             affinity: pod.affinity,
+            volumes: pod.volumes.clone(),
         });
         let mut g = self.inner.lock();
         if let Some(old) = g.pods.remove(&info.key) {
@@ -237,6 +241,28 @@ impl Cache {
         g.pdbs_dirty = true;
     }
 
+    /// Follows a PersistentVolumeClaim: only whether it is ReadWriteOncePod
+    /// matters to scheduling, so only those claims are kept.
+    pub fn set_claim(&self, pvc: &Value, deleted: bool) {
+        let rwop = !deleted
+            && pvc
+                .pointer("/spec/accessModes")
+                .and_then(Value::as_array)
+                .is_some_and(|m| m.iter().any(|m| m == "ReadWriteOncePod"));
+        let key = ObjectKey::of(pvc);
+        let mut g = self.inner.lock();
+        if g.rwop_claims.contains(&key) == rwop {
+            return;
+        }
+        let claims = Arc::make_mut(&mut g.rwop_claims);
+        if rwop {
+            claims.insert(key);
+        } else {
+            claims.remove(&key);
+        }
+        g.claims_dirty = true;
+    }
+
     pub fn node_count(&self) -> usize {
         self.inner.lock().nodes.len()
     }
@@ -260,7 +286,7 @@ impl Cache {
                 snap.nodes.push(n.clone());
                 snap.index.insert(name.clone(), i);
             }
-            snap.recount_affinity();
+            snap.recount();
         } else {
             for name in &g.dirty {
                 if let (Some(&i), Some(n)) = (snap.index.get(name), g.nodes.get(name)) {
@@ -282,6 +308,10 @@ impl Cache {
             snap.image_nodes = g.image_nodes.clone();
             g.images_dirty = false;
         }
+        if g.claims_dirty {
+            snap.rwop_claims = g.rwop_claims.clone();
+            g.claims_dirty = false;
+        }
     }
 }
 
@@ -290,10 +320,11 @@ fn fill_all(g: &Inner, s: &mut Snapshot) {
         s.nodes.push(n.clone());
         s.index.insert(name.clone(), i);
     }
-    s.recount_affinity();
+    s.recount();
     s.namespace_labels = g.namespaces.clone();
     s.pdbs = g.pdbs.values().cloned().collect();
     s.image_nodes = g.image_nodes.clone();
+    s.rwop_claims = g.rwop_claims.clone();
 }
 
 #[cfg(test)]
@@ -374,6 +405,26 @@ mod tests {
         c.forget(&q.key);
         c.update_snapshot(&mut snap);
         assert_eq!(snap.nodes[0].requested.milli_cpu, 1000);
+    }
+
+    #[test]
+    fn only_read_write_once_pod_claims_are_kept() {
+        let c = Cache::new();
+        let pvc = |name: &str, modes: Value| {
+            json!({"metadata": {"name": name, "namespace": "d"},
+                "spec": {"accessModes": modes}})
+        };
+        let mut snap = Snapshot::default();
+        c.set_claim(&pvc("rwo", json!(["ReadWriteOnce"])), false);
+        c.set_claim(&pvc("one", json!(["ReadWriteOncePod"])), false);
+        c.update_snapshot(&mut snap);
+        assert_eq!(
+            snap.rwop_claims.iter().collect::<Vec<_>>(),
+            [&ObjectKey::new("d", "one")]
+        );
+        c.set_claim(&pvc("one", json!(["ReadWriteOncePod"])), true);
+        c.update_snapshot(&mut snap);
+        assert!(snap.rwop_claims.is_empty());
     }
 
     #[test]

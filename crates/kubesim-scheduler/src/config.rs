@@ -13,7 +13,8 @@ pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
 /// The default profile's plugins in upstream's order, with the weights of
 /// those that score. Plugins kubesim does not model (scheduling gates and
-/// queue sort are built into the queue; the volume plugins need storage)
+/// queue sort are built into the queue; the volume plugins other than
+/// VolumeRestrictions need storage provisioning)
 /// are listed too, so a configuration naming them is accepted, and are
 /// skipped when the profile is built.
 pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[

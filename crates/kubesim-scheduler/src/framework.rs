@@ -61,6 +61,36 @@ pub struct PodInfo {
     /// What pod (anti-)affinity the pod declares, read once: the
     /// InterPodAffinity plugin asks it of every bound pod in every cycle.
     pub affinity: AffinityFlags,
+    /// The volumes VolumeRestrictions compares, read before the scheduling
+    /// view drops `spec.volumes`; `None` for the many pods with none.
+    pub volumes: Option<Arc<PodVolumes>>,
+}
+
+/// A disk a pod names inline that the cluster lets only one node (or one
+/// writer) use: VolumeRestrictions keeps two such pods apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Disk {
+    /// `gcePersistentDisk.pdName`.
+    Gce { pd_name: String, read_only: bool },
+    /// `awsElasticBlockStore.volumeID`: one pod per node whatever the mode.
+    Ebs { volume_id: String },
+    /// `rbd`: an image of a pool, reached through any of its monitors.
+    Rbd {
+        monitors: Vec<String>,
+        pool: String,
+        image: String,
+        read_only: bool,
+    },
+    /// `iscsi.iqn`.
+    Iscsi { iqn: String, read_only: bool },
+}
+
+/// What of a pod's volumes the scheduler keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodVolumes {
+    pub disks: Vec<Disk>,
+    /// `persistentVolumeClaim.claimName`s, in the pod's namespace.
+    pub claims: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -88,6 +118,9 @@ pub struct NodeInfo {
     /// with such pods, as upstream keeps lists of them per node.
     pub pods_with_affinity: usize,
     pub pods_with_required_anti: usize,
+    /// How many of `pods` have [`PodVolumes`]: VolumeRestrictions looks
+    /// only at nodes with some.
+    pub pods_with_volumes: usize,
     pub used_ports: BTreeSet<HostPort>,
     /// Image name (every name in `status.images[].names`) to size in bytes.
     pub images: BTreeMap<String, i64>,
@@ -111,22 +144,30 @@ pub struct Snapshot {
     /// InterPodAffinity can skip its walk over the nodes.
     pub pods_with_affinity: usize,
     pub pods_with_required_anti: usize,
+    /// Pods on all nodes with [`PodVolumes`], kept the same way.
+    pub pods_with_volumes: usize,
+    /// The PersistentVolumeClaims whose access modes include
+    /// ReadWriteOncePod (VolumeRestrictions); other claims are not kept.
+    pub rwop_claims: Arc<BTreeSet<ObjectKey>>,
 }
 
 impl Snapshot {
-    /// Sets the affinity totals from the nodes.
-    pub fn recount_affinity(&mut self) {
+    /// Sets the totals of pods with affinity or volumes from the nodes.
+    pub fn recount(&mut self) {
         self.pods_with_affinity = self.nodes.iter().map(|n| n.pods_with_affinity).sum();
         self.pods_with_required_anti = self.nodes.iter().map(|n| n.pods_with_required_anti).sum();
+        self.pods_with_volumes = self.nodes.iter().map(|n| n.pods_with_volumes).sum();
     }
 
-    /// Puts `node` at position `i`, keeping the affinity totals.
+    /// Puts `node` at position `i`, keeping the totals.
     pub fn set_node(&mut self, i: usize, node: Arc<NodeInfo>) {
         let old = &self.nodes[i];
         self.pods_with_affinity =
             self.pods_with_affinity - old.pods_with_affinity + node.pods_with_affinity;
         self.pods_with_required_anti = self.pods_with_required_anti - old.pods_with_required_anti
             + node.pods_with_required_anti;
+        self.pods_with_volumes =
+            self.pods_with_volumes - old.pods_with_volumes + node.pods_with_volumes;
         self.nodes[i] = node;
     }
 

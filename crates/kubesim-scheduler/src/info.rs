@@ -10,7 +10,9 @@ use kubesim_core::quantity::Quantity;
 use kubesim_runtime::ObjectKey;
 use serde_json::Value;
 
-use crate::framework::{AffinityFlags, HostPort, NodeInfo, PodInfo, Resources, Taint};
+use crate::framework::{
+    AffinityFlags, Disk, HostPort, NodeInfo, PodInfo, PodVolumes, Resources, Taint,
+};
 use crate::view::scheduling_view;
 
 /// CPU counted for a container without a cpu request when scoring (upstream
@@ -214,6 +216,7 @@ impl PodInfo {
     /// Everything the scheduler computes once per pod version; of the pod
     /// itself only its [`scheduling_view`] is kept.
     pub fn from_pod(pod: Arc<Value>) -> PodInfo {
+        let volumes = PodVolumes::of(&pod).map(Arc::new);
         let pod = Arc::new(scheduling_view(&pod));
         let (requests, non_zero_requests) = pod_requests(&pod);
         PodInfo {
@@ -233,6 +236,7 @@ impl PodInfo {
                 .unwrap_or("")
                 .to_string(),
             affinity: AffinityFlags::of(&pod),
+            volumes,
             pod,
         }
     }
@@ -318,6 +322,67 @@ impl AffinityFlags {
     }
 }
 
+impl PodVolumes {
+    /// The inline disks and claims of `pod`'s volumes; `None` when it has
+    /// neither (most pods).
+    pub fn of(pod: &Value) -> Option<PodVolumes> {
+        let volumes = pod.pointer("/spec/volumes")?.as_array()?;
+        let mut out = PodVolumes::default();
+        for v in volumes {
+            if let Some(claim) = v.pointer("/persistentVolumeClaim/claimName") {
+                out.claims.push(claim.as_str().unwrap_or("").to_string());
+            } else if let Some(d) = Disk::of(v) {
+                out.disks.push(d);
+            }
+        }
+        (!out.disks.is_empty() || !out.claims.is_empty()).then_some(out)
+    }
+}
+
+impl Disk {
+    /// The disk a volume names inline, if it is of a kind VolumeRestrictions
+    /// compares.
+    fn of(volume: &Value) -> Option<Disk> {
+        let read_only = |src: &Value| src.get("readOnly").and_then(Value::as_bool) == Some(true);
+        if let Some(src) = volume.get("gcePersistentDisk") {
+            return Some(Disk::Gce {
+                pd_name: str_of(src, "pdName"),
+                read_only: read_only(src),
+            });
+        }
+        if let Some(src) = volume.get("awsElasticBlockStore") {
+            return Some(Disk::Ebs {
+                volume_id: str_of(src, "volumeID"),
+            });
+        }
+        if let Some(src) = volume.get("rbd") {
+            let pool = str_of(src, "pool");
+            return Some(Disk::Rbd {
+                monitors: src
+                    .get("monitors")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
+                // The API server defaults the pool to "rbd"; kubesim's does
+                // not, so an unset pool is read as that default here.
+                pool: if pool.is_empty() { "rbd".into() } else { pool },
+                image: str_of(src, "image"),
+                read_only: read_only(src),
+            });
+        }
+        if let Some(src) = volume.get("iscsi") {
+            return Some(Disk::Iscsi {
+                iqn: str_of(src, "iqn"),
+                read_only: read_only(src),
+            });
+        }
+        None
+    }
+}
+
 impl NodeInfo {
     /// A node without pods.
     pub fn from_node(node: Arc<Value>) -> NodeInfo {
@@ -333,6 +398,7 @@ impl NodeInfo {
             pods: Vec::new(),
             pods_with_affinity: 0,
             pods_with_required_anti: 0,
+            pods_with_volumes: 0,
             used_ports: Default::default(),
             images: BTreeMap::new(),
         };
@@ -366,18 +432,20 @@ impl NodeInfo {
         }
         self.pods_with_affinity += usize::from(pod.affinity.any);
         self.pods_with_required_anti += usize::from(pod.affinity.required_anti);
+        self.pods_with_volumes += usize::from(pod.volumes.is_some());
         self.pods.push(pod);
     }
 
-    /// Counts again the pods that declare pod (anti-)affinity, after
-    /// `pods` was rebuilt.
-    pub fn recount_affinity(&mut self) {
+    /// Counts again the pods that declare pod (anti-)affinity or have
+    /// volumes, after `pods` was rebuilt.
+    pub fn recount(&mut self) {
         self.pods_with_affinity = self.pods.iter().filter(|p| p.affinity.any).count();
         self.pods_with_required_anti = self
             .pods
             .iter()
             .filter(|p| p.affinity.required_anti)
             .count();
+        self.pods_with_volumes = self.pods.iter().filter(|p| p.volumes.is_some()).count();
     }
 
     /// Stops counting the pod with `uid`; false when it was not here.
@@ -388,6 +456,7 @@ impl NodeInfo {
         let pod = self.pods.remove(i);
         self.pods_with_affinity -= usize::from(pod.affinity.any);
         self.pods_with_required_anti -= usize::from(pod.affinity.required_anti);
+        self.pods_with_volumes -= usize::from(pod.volumes.is_some());
         self.requested.sub(&pod.requests);
         self.non_zero_requested.sub(&pod.non_zero_requests);
         // Ports are recomputed: two pods may share a port on distinct IPs.
@@ -428,7 +497,7 @@ mod tests {
         assert!(n.remove_pod("c"));
         assert_eq!((n.pods_with_affinity, n.pods_with_required_anti), (1, 0));
         n.pods.clear();
-        n.recount_affinity();
+        n.recount();
         assert_eq!((n.pods_with_affinity, n.pods_with_required_anti), (0, 0));
     }
 

@@ -400,7 +400,7 @@ fn without_pods(node: &NodeInfo, removed: &BTreeSet<usize>) -> NodeInfo {
         .iter()
         .flat_map(|p| p.host_ports.iter().cloned())
         .collect();
-    copy.recount_affinity();
+    copy.recount();
     copy
 }
 

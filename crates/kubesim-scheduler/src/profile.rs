@@ -236,6 +236,7 @@ mod tests {
                 "NodeAffinity",
                 "NodePorts",
                 "NodeResourcesFit",
+                "VolumeRestrictions",
                 "PodTopologySpread",
                 "InterPodAffinity"
             ]
@@ -303,6 +304,6 @@ mod tests {
         assert_eq!(p.score.len(), 1);
         assert_eq!(p.score[0].0.name(), "RoundRobin");
         assert_eq!(names(&p.pre_score), ["RoundRobin"]);
-        assert_eq!(p.filter.len(), 8);
+        assert_eq!(p.filter.len(), 9);
     }
 }

@@ -576,6 +576,9 @@ mod tests {
             (ClusterEvent::AssignedPodDelete, "NodeResourcesFit", true),
             (ClusterEvent::AssignedPodChange, "NodeResourcesFit", false),
             (ClusterEvent::AssignedPodChange, "InterPodAffinity", true),
+            // A disk or claim is freed only when the pod using it goes.
+            (ClusterEvent::AssignedPodDelete, "VolumeRestrictions", true),
+            (ClusterEvent::AssignedPodChange, "VolumeRestrictions", false),
             (ClusterEvent::Other, "NodeAffinity", false),
         ];
         for (event, plugin, moved) in table {

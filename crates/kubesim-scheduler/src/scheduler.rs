@@ -175,6 +175,16 @@ fn watch_cluster(informers: &Informers, s: &Arc<Shared>, served: Arc<Vec<String>
             sh.cache
                 .set_pdb(c.object().clone(), matches!(c, Change::Deleted(_)));
         });
+    // No queue event: access modes cannot change, and a claim that does
+    // not exist yet rejects no pod here (see VolumeRestrictions), so a
+    // claim event cannot cure a rejection; a deleted user of the claim can.
+    let sh = s.clone();
+    informers
+        .get(&ResourceRef::core("persistentvolumeclaims"))
+        .on_change(move |c| {
+            sh.cache
+                .set_claim(c.object(), matches!(c, Change::Deleted(_)));
+        });
 }
 
 /// Runs the scheduler until the returned future is dropped. Profiles that

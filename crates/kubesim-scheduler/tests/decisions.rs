@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use kubesim_apiserver::inprocess::InProcess;
 use kubesim_apiserver::Server;
-use kubesim_runtime::{Api, Clock, Informers, ListOptions, ResourceRef, Rng, WriteOptions};
+use kubesim_runtime::{
+    Api, Clock, DeleteOptions, Informers, ListOptions, ResourceRef, Rng, WriteOptions,
+};
 use kubesim_scheduler::config::ProfileConfig;
 use kubesim_scheduler::SchedulerConfig;
 use kubesim_store::{MemStore, Store};
@@ -93,6 +95,18 @@ impl Env {
             self.clock.sleep(Duration::from_millis(100)).await;
         }
         None
+    }
+
+    /// Deletes a pod at once, as no kubelet is here to finish it.
+    async fn delete_pod(&self, name: &str) {
+        let now = DeleteOptions {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        self.api
+            .delete(&ResourceRef::core("pods"), "default", name, &now)
+            .await
+            .expect("delete pod");
     }
 
     async fn settle(&self) {
@@ -346,4 +360,73 @@ async fn profiles_by_scheduler_name_and_round_robin() {
     let p = env.get_pod("other").await;
     assert!(p.pointer("/spec/nodeName").is_none());
     assert!(p.pointer("/status/conditions").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn volume_restrictions_keep_a_disk_to_one_writer_per_node() {
+    let env = start(SchedulerConfig::default()).await;
+    // "big" is far roomier: on scores alone every pod would go there.
+    env.node("big", "16", "64Gi", json!({})).await;
+    env.node("small", "4", "16Gi", json!({})).await;
+    let disk = |read_only: bool| {
+        json!({"volumes": [{"name": "d",
+            "gcePersistentDisk": {"pdName": "data", "readOnly": read_only}}]})
+    };
+    env.pod("writer", "1", "1Gi", disk(false)).await;
+    assert_eq!(env.node_of("writer").await.as_deref(), Some("big"));
+    // The same disk read-write again: big already has it, small is left.
+    env.pod("writer2", "1", "1Gi", disk(false)).await;
+    assert_eq!(env.node_of("writer2").await.as_deref(), Some("small"));
+    // A reader cannot join writers (only readers share a GCE disk).
+    // Equal priorities: no victims for preemption.
+    env.pod("reader", "1", "1Gi", disk(true)).await;
+    env.settle().await;
+    assert_eq!(
+        env.unschedulable_message("reader").await,
+        "0/2 nodes are available: 2 node(s) had no available disk. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    );
+    // The writer on big goes: the deletion moves the reader back at once.
+    env.delete_pod("writer").await;
+    assert_eq!(env.node_of("reader").await.as_deref(), Some("big"));
+    // Readers share: a second reader prefers big again.
+    env.pod("reader2", "1", "1Gi", disk(true)).await;
+    assert_eq!(env.node_of("reader2").await.as_deref(), Some("big"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn volume_restrictions_give_a_read_write_once_pod_claim_one_pod() {
+    let env = start(SchedulerConfig::default()).await;
+    env.node("a", "4", "16Gi", json!({})).await;
+    env.node("b", "4", "16Gi", json!({})).await;
+    for (name, mode) in [("solo", "ReadWriteOncePod"), ("shared", "ReadWriteOnce")] {
+        let pvc = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"accessModes": [mode], "resources": {"requests": {"storage": "1Gi"}}}});
+        env.api
+            .create(
+                &ResourceRef::core("persistentvolumeclaims"),
+                "default",
+                pvc,
+                &WriteOptions::default(),
+            )
+            .await
+            .expect("create claim");
+    }
+    let claim = |name: &str| json!({"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": name}}]});
+    env.pod("first", "1", "1Gi", claim("solo")).await;
+    assert!(env.node_of("first").await.is_some());
+    // Any node, not only first's: the claim has one pod cluster-wide.
+    env.pod("second", "1", "1Gi", claim("solo")).await;
+    env.settle().await;
+    assert_eq!(
+        env.unschedulable_message("second").await,
+        "0/2 nodes are available: 2 node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    );
+    // ReadWriteOnce (and claims that do not exist) restrict nothing here.
+    for (pod, name) in [("rwo1", "shared"), ("rwo2", "shared"), ("nope", "missing")] {
+        env.pod(pod, "1", "1Gi", claim(name)).await;
+        assert!(env.node_of(pod).await.is_some(), "{pod}");
+    }
+    env.delete_pod("first").await;
+    assert!(env.node_of("second").await.is_some());
 }

@@ -1,13 +1,18 @@
 //! DefaultPreemption on hand-built snapshots: which node is nominated and
 //! which pods are evicted, with the reasoning in the comments. The filters
-//! are a CPU fit check (plus, where said, InterPodAffinity).
+//! are a CPU fit check (plus, where said, InterPodAffinity or
+//! VolumeRestrictions).
 
 mod plugin_fixtures;
 
 use std::collections::BTreeMap;
 
-use kubesim_scheduler::framework::{Filters, Nomination, PodInfo, PostFilter, Snapshot, Status};
+use kubesim_runtime::ObjectKey;
+use kubesim_scheduler::framework::{
+    Code, Filters, Nomination, PodInfo, PostFilter, Snapshot, Status,
+};
 use kubesim_scheduler::plugins::interpod_affinity::InterPodAffinity;
+use kubesim_scheduler::plugins::volume_restrictions::VolumeRestrictions;
 use kubesim_scheduler::preemption::DefaultPreemption;
 use plugin_fixtures::{node, pod_with, snapshot, TestFilters};
 use serde_json::{json, Value};
@@ -273,6 +278,83 @@ fn eviction_can_cure_anti_affinity() {
     let n = preempt(&filters, &incoming, &snap).unwrap();
     assert_eq!(n.node, "n1");
     assert_eq!(names(&n), vec!["w"]);
+}
+
+/// A pod of priority `priority` using `volumes`.
+fn with_volumes(name: &str, priority: i32, volumes: Value) -> PodInfo {
+    pod_with(
+        "default",
+        name,
+        &[("app", "x")],
+        json!({"volumes": volumes}),
+        json!({}),
+        priority,
+        100,
+    )
+}
+
+fn volume_restrictions() -> TestFilters {
+    TestFilters {
+        plugins: vec![Box::new(VolumeRestrictions)],
+    }
+}
+
+#[test]
+fn eviction_can_free_a_disk() {
+    // n1 holds the disk read-write (low priority) beside another low pod;
+    // n2 holds the disk too, but at the pod's own priority. Only n1 is a
+    // candidate, and only the disk's user needs to go: with "other" given
+    // back the disk is still free.
+    let disk = json!([{"name": "d", "gcePersistentDisk": {"pdName": "pd"}}]);
+    let snap = snapshot(vec![
+        node(
+            "n1",
+            &[],
+            4000,
+            vec![
+                with_volumes("user", 1, disk.clone()),
+                p("other", "x", 1, 100),
+            ],
+        ),
+        node(
+            "n2",
+            &[],
+            4000,
+            vec![with_volumes("peer", 10, disk.clone())],
+        ),
+    ]);
+    let incoming = with_volumes("new", 10, disk);
+    let n = preempt(&volume_restrictions(), &incoming, &snap).unwrap();
+    assert_eq!(n.node, "n1");
+    assert_eq!(names(&n), vec!["user"]);
+}
+
+#[test]
+fn eviction_can_free_a_read_write_once_pod_claim() {
+    // The claim's user runs on n2. Every node refuses the pod (the claim is
+    // taken cluster-wide), but evicting n1's pods would not free it: PreFilter,
+    // re-run without them, still finds the user on n2. On n2 the user is
+    // the one victim; "bystander" is given back.
+    let claim = json!([{"name": "d", "persistentVolumeClaim": {"claimName": "solo"}}]);
+    let mut snap = snapshot(vec![
+        node("n1", &[], 4000, vec![p("low", "x", 1, 100)]),
+        node(
+            "n2",
+            &[],
+            4000,
+            vec![
+                with_volumes("user", 1, claim.clone()),
+                p("bystander", "x", 1, 100),
+            ],
+        ),
+    ]);
+    snap.rwop_claims = std::sync::Arc::new([ObjectKey::new("default", "solo")].into());
+    let incoming = with_volumes("new", 10, claim);
+    let st = statuses(&volume_restrictions(), &incoming, &snap);
+    assert!(st.values().all(|s| s.code == Code::Unschedulable));
+    let n = preempt(&volume_restrictions(), &incoming, &snap).unwrap();
+    assert_eq!(n.node, "n2");
+    assert_eq!(names(&n), vec!["user"]);
 }
 
 #[test]

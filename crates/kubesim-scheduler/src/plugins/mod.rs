@@ -20,6 +20,7 @@ pub mod node_unschedulable;
 pub mod round_robin;
 pub mod taint_toleration;
 pub mod topology_spread;
+pub mod volume_restrictions;
 
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -30,7 +31,8 @@ pub type PostFilterFactory = fn(&Value) -> Result<Arc<dyn PostFilter>, String>;
 
 /// Every Filter/Score plugin by name. A name in a configuration that is not
 /// here is skipped (upstream plugins kubesim does not model, such as the
-/// volume plugins, are in the default profile).
+/// volume plugins that need storage provisioning, are in the default
+/// profile).
 pub fn registry() -> BTreeMap<&'static str, Factory> {
     let mut r: BTreeMap<&'static str, Factory> = BTreeMap::new();
     r.insert(node_name::NAME, |_| Ok(Arc::new(node_name::NodeName)));
@@ -61,6 +63,9 @@ pub fn registry() -> BTreeMap<&'static str, Factory> {
     });
     r.insert(topology_spread::NAME, |a| {
         Ok(Arc::new(topology_spread::PodTopologySpread::new(a)?))
+    });
+    r.insert(volume_restrictions::NAME, |_| {
+        Ok(Arc::new(volume_restrictions::VolumeRestrictions))
     });
     r
 }

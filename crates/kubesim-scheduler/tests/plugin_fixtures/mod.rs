@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use kubesim_runtime::ObjectKey;
 use kubesim_scheduler::framework::{
-    AffinityFlags, Code, CycleState, Filters, NodeInfo, Plugin, PodInfo, Resources, Snapshot,
-    Status,
+    AffinityFlags, Code, CycleState, Filters, NodeInfo, Plugin, PodInfo, PodVolumes, Resources,
+    Snapshot, Status,
 };
 use serde_json::{json, Value};
 
@@ -60,6 +60,7 @@ pub fn pod_with(
     };
     PodInfo {
         affinity: AffinityFlags::of(&obj),
+        volumes: PodVolumes::of(&obj).map(Arc::new),
         pod: Arc::new(obj),
         key: ObjectKey::new(ns, name),
         uid: format!("uid-{ns}-{name}"),
@@ -113,10 +114,11 @@ pub fn node_exact(
         pods,
         pods_with_affinity: 0,
         pods_with_required_anti: 0,
+        pods_with_volumes: 0,
         used_ports: BTreeSet::new(),
         images: BTreeMap::new(),
     };
-    info.recount_affinity();
+    info.recount();
     Arc::new(info)
 }
 
@@ -131,7 +133,7 @@ pub fn snapshot(nodes: Vec<Arc<NodeInfo>>) -> Snapshot {
         index,
         ..Default::default()
     };
-    s.recount_affinity();
+    s.recount();
     s
 }
 
