@@ -10,7 +10,7 @@ use futures::StreamExt;
 use kubesim_core::patch::PatchType;
 use kubesim_core::{meta, ApiError, ResourceInfo};
 use kubesim_runtime::{Api, DeleteOptions, ListOptions, ResourceRef, WatchEvent, WriteOptions};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::service::read::list_json;
 use crate::service::subresource::ScaleChange;
@@ -115,6 +115,36 @@ impl Api for InProcess {
         let page = self.server.list(&res, ns, opts)?;
         serde_json::from_slice(&list_json(&res, &page))
             .map_err(|e| ApiError::internal(format!("list is corrupt: {e}")))
+    }
+
+    async fn list_with_bytes(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        opts: &ListOptions,
+    ) -> Result<(Value, Vec<Option<Bytes>>), ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, None, false)?;
+        let page = self.server.list(&res, ns, opts)?;
+        let mut list = json!({
+            "kind": res.list_kind(),
+            "apiVersion": res.api_version(),
+            "metadata": {"resourceVersion": page.rev.to_string()},
+        });
+        if let Some(c) = &page.continue_token {
+            list["metadata"]["continue"] = Value::String(c.clone());
+        }
+        let mut items = Vec::with_capacity(page.items.len());
+        let mut bytes = Vec::with_capacity(page.items.len());
+        for rec in &page.items {
+            items.push(
+                serde_json::from_slice::<Value>(&rec.bytes)
+                    .map_err(|e| ApiError::internal(format!("list is corrupt: {e}")))?,
+            );
+            bytes.push(Some(rec.bytes.clone()));
+        }
+        list["items"] = Value::Array(items);
+        Ok((list, bytes))
     }
 
     async fn create(

@@ -129,6 +129,22 @@ pub trait Api: Send + Sync {
         ns: &str,
         opts: &ListOptions,
     ) -> Result<BoxStream<'static, WatchEvent>, ApiError>;
+    /// [`list`](Self::list), with each item's serialized JSON (in the
+    /// order of `items`) when the transport has it at hand; see
+    /// [`watch_with_bytes`](Self::watch_with_bytes).
+    async fn list_with_bytes(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        opts: &ListOptions,
+    ) -> Result<(Value, Vec<Option<Bytes>>), ApiError> {
+        let list = self.list(r, ns, opts).await?;
+        let n = list
+            .get("items")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        Ok((list, vec![None; n]))
+    }
     /// [`watch`](Self::watch), each event with its object's serialized JSON
     /// when the transport has it at hand. In process that is the API
     /// server's stored bytes, which an informer's cache then shares instead

@@ -349,32 +349,41 @@ impl Cache {
 
     /// Makes the cache hold exactly `objects`; the changes, in key order
     /// (deletions and modifications of known keys, then additions).
-    pub(crate) fn replace(&self, objects: Vec<Value>) -> Vec<Change> {
-        let fresh: BTreeMap<ObjectKey, Value> = objects
+    /// Each object comes with its serialized form when the transport had
+    /// it (see [`upsert_with`](Self::upsert_with)).
+    pub(crate) fn replace(&self, objects: Vec<(Value, Option<Bytes>)>) -> Vec<Change> {
+        let fresh: BTreeMap<ObjectKey, (Value, Option<Bytes>)> = objects
             .into_iter()
-            .map(|o| (ObjectKey::of(&o), strip(o)))
+            .map(|(o, json)| (ObjectKey::of(&o), (strip(o), json)))
             .collect();
         let mut inner = self.inner.write();
         let old = std::mem::take(&mut *inner);
-        let mut changes = Vec::new();
-        for (k, prev) in &old.objects {
-            match fresh.get(k) {
-                Some(new) if meta::resource_version(new) != prev.resource_version() => changes
-                    .push(Change::Modified {
-                        old: prev.parse(self.shape),
-                        new: Arc::new(new.clone()),
-                    }),
+        // The fresh objects move into the changes, uncopied: a relist of a
+        // hundred thousand pods would otherwise clone each one.
+        let mut modified = BTreeMap::new();
+        let mut added = Vec::new();
+        for (k, (new, json)) in fresh {
+            let e = Entry::of(&new, json);
+            match old.objects.get(&k) {
+                Some(prev) if e.resource_version() != prev.resource_version() => {
+                    modified.insert(k.clone(), (prev.parse(self.shape), Arc::new(new)));
+                }
                 Some(_) => {}
-                None => changes.push(Change::Deleted(prev.parse(self.shape))),
+                None => added.push(Change::Added(Arc::new(new))),
             }
-        }
-        for (k, new) in fresh {
-            if !old.objects.contains_key(&k) {
-                changes.push(Change::Added(Arc::new(new.clone())));
-            }
-            let e = Entry::of(&new, None);
             inner.insert(k, e);
         }
+        let mut changes = Vec::new();
+        for (k, prev) in &old.objects {
+            match modified.remove(k) {
+                Some((old, new)) => changes.push(Change::Modified { old, new }),
+                None if !inner.objects.contains_key(k) => {
+                    changes.push(Change::Deleted(prev.parse(self.shape)))
+                }
+                None => {}
+            }
+        }
+        changes.extend(added);
         changes
     }
 }
@@ -431,7 +440,7 @@ mod tests {
         c.upsert(pod("b", "web", "rs1", "n1"));
         let mut b2 = pod("b", "web", "rs1", "n1");
         b2["metadata"]["resourceVersion"] = json!("2");
-        let changes = c.replace(vec![b2, pod("c", "web", "rs1", "n1")]);
+        let changes = c.replace(vec![(b2, None), (pod("c", "web", "rs1", "n1"), None)]);
         let kinds: Vec<String> = changes
             .iter()
             .map(|ch| match ch {

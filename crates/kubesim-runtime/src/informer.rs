@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::StreamExt;
 use kubesim_core::meta;
 use parking_lot::Mutex;
@@ -231,14 +232,16 @@ impl Informer {
 
     /// Lists every page at one snapshot; returns the objects and the
     /// snapshot's resourceVersion.
-    async fn list_all(&self) -> Result<(Vec<Value>, String), kubesim_core::ApiError> {
+    async fn list_all(
+        &self,
+    ) -> Result<(Vec<(Value, Option<Bytes>)>, String), kubesim_core::ApiError> {
         let mut opts = self.options();
         opts.limit = Some(PAGE);
         let mut out = Vec::new();
         loop {
-            let list = self
+            let (list, bytes) = self
                 .api
-                .list(&self.resource, &self.namespace, &opts)
+                .list_with_bytes(&self.resource, &self.namespace, &opts)
                 .await?;
             let rv = meta::resource_version(&list).to_string();
             let next = list
@@ -248,7 +251,12 @@ impl Informer {
                 .to_string();
             if let Value::Object(mut m) = list {
                 if let Some(Value::Array(items)) = m.remove("items") {
-                    out.extend(items.into_iter().map(|o| self.shape(o)));
+                    out.extend(
+                        items
+                            .into_iter()
+                            .map(|o| self.shape(o))
+                            .zip(bytes.into_iter().chain(std::iter::repeat(None))),
+                    );
                 }
             }
             if next.is_empty() {
@@ -260,7 +268,7 @@ impl Informer {
 
     /// Makes the cache equal to `objects`, telling handlers what changed.
     /// Readers see the old or the new cache, never a partial one.
-    fn replace(&self, objects: Vec<Value>) {
+    fn replace(&self, objects: Vec<(Value, Option<Bytes>)>) {
         for c in self.cache.replace(objects) {
             self.emit(c);
         }

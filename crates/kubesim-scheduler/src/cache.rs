@@ -143,6 +143,9 @@ impl Cache {
     /// An assigned, non-terminal pod as the informer shows it: added,
     /// updated, or an assumed pod confirmed.
     pub fn add_or_update_pod(&self, pod: Arc<Value>) {
+        if self.confirm(&pod) {
+            return;
+        }
         let info = Arc::new(PodInfo::from_pod(pod));
         let mut g = self.inner.lock();
         let key = info.key.clone();
@@ -160,6 +163,26 @@ impl Cache {
                 assumed: false,
             },
         );
+    }
+
+    /// The binding of an assumed pod seen: the assumption stands as it
+    /// was, so nothing is recomputed and no node becomes dirty. Only the
+    /// first sight of the bound pod is taken so; later changes (its status,
+    /// its labels) are read in full. False when `pod` is not that.
+    fn confirm(&self, pod: &Value) -> bool {
+        let key = ObjectKey::of(pod);
+        let mut g = self.inner.lock();
+        let Some(st) = g.pods.get_mut(&key) else {
+            return false;
+        };
+        let same = st.assumed
+            && st.info.uid == meta::uid(pod)
+            && pod.pointer("/spec/nodeName").and_then(Value::as_str) == Some(st.node.as_str())
+            && st.info.labels == meta::labels(pod);
+        if same {
+            st.assumed = false;
+        }
+        same
     }
 
     pub fn remove_pod(&self, key: &ObjectKey) {

@@ -216,7 +216,7 @@ impl Server {
                     &format!("pod {name} is already assigned to node \"{node}\""),
                 ));
             }
-            let mut new = cur.clone();
+            let mut new = cur;
             new["spec"]["nodeName"] = Value::String(target.to_string());
             if let Some(ann) = binding
                 .get("metadata")
