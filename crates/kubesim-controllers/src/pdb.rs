@@ -83,16 +83,17 @@ impl PdbController {
         let q = self.queue.clone();
         let cache = pdbs.cache();
         pods.on_change(move |c| {
-            let mut objs = vec![c.object().clone()];
+            let pod = c.object();
+            let mut label_sets = vec![meta::labels(pod)];
             if let Change::Modified { old, .. } = c {
-                objs.push(old.clone());
+                let before = old.labels();
+                if before != label_sets[0] {
+                    label_sets.push(before);
+                }
             }
-            for o in objs {
-                let labels = meta::labels(&o);
-                for pdb in cache.list_namespace(meta::namespace(&o)) {
-                    if selector(&pdb).is_some_and(|s| s.matches_map(&labels)) {
-                        q.add(ObjectKey::of(&pdb));
-                    }
+            for pdb in cache.list_namespace(meta::namespace(pod)) {
+                if selector(&pdb).is_some_and(|s| label_sets.iter().any(|l| s.matches_map(l))) {
+                    q.add(ObjectKey::of(&pdb));
                 }
             }
         });

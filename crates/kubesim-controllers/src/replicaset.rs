@@ -247,8 +247,14 @@ pub(crate) fn on_pod_change_with(
             None => {}
         },
         Change::Modified { old, new } => {
-            let before = controller_key(old, kind, owners);
             let after = controller_key(new, kind, owners);
+            // Owner references are told apart by uid: an unchanged one
+            // resolves as the new object's does, with no parse of the old.
+            let before = if old.controller() == pods::controller_uid(new) {
+                after.clone()
+            } else {
+                controller_key(old, kind, owners)
+            };
             if let Some(k) = &after {
                 if meta::is_deleting(new) && !meta::is_deleting(old) {
                     exp.deletion_observed(k, meta::name(new));

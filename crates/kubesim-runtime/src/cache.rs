@@ -12,7 +12,7 @@
 //! itself. A shaped cache (e.g. metadata only) applies its shape on parse.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use kubesim_core::meta;
@@ -26,6 +26,7 @@ use crate::informer::{Change, ObjectKey, Transform};
 /// Number of fixed strings at the front of [`Entry::packed`].
 const FIXED: usize = 3;
 
+#[derive(Clone)]
 struct Entry {
     json: Bytes,
     /// The resourceVersion, the controlling owner's uid and the pod's node
@@ -107,6 +108,76 @@ impl Entry {
 
     fn labels_match(&self, selector: &LabelSelector) -> bool {
         selector.matches(&|k| label_of(&self.packed, k))
+    }
+}
+
+/// An object's state before a change, as the cache held it: the few
+/// indexed fields are at hand, the whole object is parsed only when first
+/// read (through `Deref`). Most handlers only compare labels, owners or
+/// nodes, and parsing every replaced object cost more than they did.
+#[derive(Clone)]
+pub struct Prior {
+    entry: Entry,
+    shape: Option<Transform>,
+    parsed: OnceLock<Arc<Value>>,
+}
+
+impl Prior {
+    fn new(entry: Entry, shape: Option<Transform>) -> Self {
+        Prior {
+            entry,
+            shape,
+            parsed: OnceLock::new(),
+        }
+    }
+
+    /// The whole object, parsed once.
+    pub fn object(&self) -> &Arc<Value> {
+        self.parsed.get_or_init(|| self.entry.parse(self.shape))
+    }
+
+    pub fn resource_version(&self) -> &str {
+        self.entry.resource_version()
+    }
+
+    /// The uid of the controlling owner.
+    pub fn controller(&self) -> Option<&str> {
+        self.entry.controller()
+    }
+
+    /// `spec.nodeName` (None when unset or empty).
+    pub fn node(&self) -> Option<&str> {
+        self.entry.node()
+    }
+
+    pub fn label(&self, key: &str) -> Option<&str> {
+        label_of(&self.entry.packed, key)
+    }
+
+    /// The labels, as `meta::labels` gives them.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        let mut it = self.entry.packed.iter().skip(FIXED);
+        let mut out = BTreeMap::new();
+        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+            out.insert(k.to_string(), v.to_string());
+        }
+        out
+    }
+}
+
+impl std::ops::Deref for Prior {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        self.object()
+    }
+}
+
+impl std::fmt::Debug for Prior {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prior")
+            .field("resource_version", &self.resource_version())
+            .finish_non_exhaustive()
     }
 }
 
@@ -330,7 +401,7 @@ impl Cache {
         let new = Arc::new(obj);
         match self.inner.write().insert(key, entry) {
             Some(old) => Change::Modified {
-                old: old.parse(self.shape),
+                old: Prior::new(old, self.shape),
                 new,
             },
             None => Change::Added(new),
@@ -366,7 +437,10 @@ impl Cache {
             let e = Entry::of(&new, json);
             match old.objects.get(&k) {
                 Some(prev) if e.resource_version() != prev.resource_version() => {
-                    modified.insert(k.clone(), (prev.parse(self.shape), Arc::new(new)));
+                    modified.insert(
+                        k.clone(),
+                        (Prior::new(prev.clone(), self.shape), Arc::new(new)),
+                    );
                 }
                 Some(_) => {}
                 None => added.push(Change::Added(Arc::new(new))),
@@ -421,6 +495,11 @@ mod tests {
         let Change::Modified { old, new } = c.upsert(pod("a", "db", "rs2", "n2")) else {
             panic!("a is known")
         };
+        // The prior state answers from the index before it is parsed.
+        assert_eq!(old.label("app"), Some("web"));
+        assert_eq!(old.node(), Some("n1"));
+        assert_eq!(old.controller(), Some("rs1"));
+        assert_eq!(old.labels(), meta::labels(old.object()));
         assert_eq!(old["metadata"]["labels"]["app"], "web");
         assert_eq!(new["metadata"]["labels"]["app"], "db");
         assert_eq!(names(c.controlled_by("rs1")), ["c"]);

@@ -16,6 +16,7 @@ pub mod workqueue;
 pub use api::{
     Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
 };
+pub use cache::Prior;
 pub use clock::Clock;
 pub use events::{EventRecorder, EventStyle, EventType};
 pub use informer::{

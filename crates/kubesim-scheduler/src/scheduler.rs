@@ -134,7 +134,7 @@ fn watch_cluster(informers: &Informers, s: &Arc<Shared>, served: Arc<Vec<String>
             }
             let relabelled = match c {
                 Change::Modified { old, .. } => {
-                    !is_assigned(old) || meta::labels(old) != meta::labels(obj)
+                    old.node().is_none() || old.labels() != meta::labels(obj)
                 }
                 _ => true,
             };

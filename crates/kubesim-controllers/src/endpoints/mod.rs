@@ -11,6 +11,7 @@ use std::sync::Arc;
 use kubesim_core::meta;
 use kubesim_core::selector::LabelSelector;
 use kubesim_runtime::{Cache, Change, ObjectKey, WorkQueue};
+use parking_lot::RwLock;
 use serde_json::{json, Value};
 
 use crate::pods;
@@ -147,20 +148,38 @@ pub fn watch_services(
     pods: &kubesim_runtime::Informer,
     queue: &Arc<WorkQueue<ObjectKey>>,
 ) {
+    // The selectors of the services that have one, by namespace and name:
+    // kept from service changes so that a pod change parses no service.
+    let selectors: Arc<RwLock<BTreeMap<ObjectKey, LabelSelector>>> = Arc::default();
+    let (q, sels) = (queue.clone(), selectors.clone());
+    services.on_change(move |c| {
+        let svc = c.object();
+        let key = ObjectKey::of(svc);
+        match selector(svc).filter(|_| !matches!(c, Change::Deleted(_))) {
+            Some(sel) => sels.write().insert(key.clone(), sel),
+            None => sels.write().remove(&key),
+        };
+        q.add(key);
+    });
     let q = queue.clone();
-    services.on_change(move |c| q.add(ObjectKey::of(c.object())));
-    let q = queue.clone();
-    let svc_cache = services.cache();
     pods.on_change(move |c| {
         let (old, new) = match c {
             Change::Added(p) | Change::Deleted(p) => (None, p),
             Change::Modified { old, new } => (Some(old), new),
         };
-        for svc in svc_cache.list_namespace(meta::namespace(new)) {
-            let Some(sel) = selector(&svc) else { continue };
-            let selects = |p: &Value| sel.matches_map(&meta::labels(p));
-            if selects(new) || old.is_some_and(|o| selects(o)) {
-                q.add(ObjectKey::of(&svc));
+        let ns = meta::namespace(new);
+        let sels = selectors.read();
+        let mut in_ns = sels
+            .range(ObjectKey::new(ns, "")..)
+            .take_while(|(k, _)| k.namespace == ns)
+            .peekable();
+        if in_ns.peek().is_none() {
+            return;
+        }
+        let (labels, before) = (meta::labels(new), old.map(|o| o.labels()));
+        for (key, sel) in in_ns {
+            if sel.matches_map(&labels) || before.as_ref().is_some_and(|l| sel.matches_map(l)) {
+                q.add(key.clone());
             }
         }
     });

@@ -116,7 +116,10 @@ impl JobController {
                 }
             };
             if let Change::Modified { old, .. } = c {
-                enqueue(old);
+                // An unchanged controller is the one enqueued below.
+                if old.controller() != crate::pods::controller_uid(c.object()) {
+                    enqueue(old);
+                }
             }
             enqueue(c.object());
         });

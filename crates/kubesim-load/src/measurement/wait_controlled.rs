@@ -276,15 +276,14 @@ impl Tracked {
 /// counted again.
 fn mark_controllers(shared: &Mutex<Shared>, change: &Change) {
     let mut sh = shared.lock();
-    let objs = match change {
-        Change::Modified { old, new } => [Some(old), Some(new)],
-        Change::Added(o) | Change::Deleted(o) => [Some(o), None],
-    };
-    for o in objs.into_iter().flatten() {
-        if let Some(uid) = controller(o)
-            .and_then(|r| r.get("uid"))
-            .and_then(Value::as_str)
-        {
+    if let Some(uid) = controller(change.object())
+        .and_then(|r| r.get("uid"))
+        .and_then(Value::as_str)
+    {
+        sh.dirty.insert(uid.to_string());
+    }
+    if let Change::Modified { old, .. } = change {
+        if let Some(uid) = old.controller() {
             sh.dirty.insert(uid.to_string());
         }
     }
