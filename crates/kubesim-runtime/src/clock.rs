@@ -4,10 +4,16 @@
 //! counts from an epoch with tokio's monotonic instant, so the same code runs
 //! in real time (epoch = the wall clock at start) and in simulated time (a
 //! paused tokio runtime, which jumps to the next timer when all tasks idle).
+//! [`Lockstep`] holds simulated time still in wall time, for processes
+//! outside the runtime.
+
+mod lockstep;
 
 use std::time::Duration;
 
 use jiff::Timestamp;
+
+pub use lockstep::{Busy, Lockstep};
 
 #[derive(Clone, Debug)]
 pub struct Clock {

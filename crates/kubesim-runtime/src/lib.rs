@@ -17,7 +17,7 @@ pub use api::{
     Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
 };
 pub use cache::Prior;
-pub use clock::Clock;
+pub use clock::{Clock, Lockstep};
 pub use events::{EventRecorder, EventStyle, EventType};
 pub use informer::{
     metadata_only, ownership_only, Cache, Change, Informer, Informers, ObjectKey, Shape,

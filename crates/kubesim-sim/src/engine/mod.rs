@@ -2,10 +2,14 @@
 //! scheduler, emulated kubelets) on a tokio runtime with time paused, so
 //! the virtual clock jumps to the next timer whenever every component is
 //! idle. Jobs become Pods at their submission times; the kubelet's Stages
-//! run them for their duration; a recorder follows the pods.
+//! run them for their duration; a recorder follows the pods. With
+//! `serve`, the API is also served over HTTP and simulated time moves in
+//! lockstep with the clients (`lockstep.rs`).
 
+mod lockstep;
 mod pods;
 mod recorder;
+mod serve;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +22,7 @@ use kubesim_store::{MemStore, Options, Store};
 use serde_json::Value;
 
 pub use recorder::{FinalState, Outcome, Sample};
+pub use serve::Serve;
 
 /// One job as the run loop needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,12 +65,16 @@ pub struct Setup {
     /// for realistic start-up delays), to which `pod-run-duration` is
     /// added; None: kubesim's built-in set.
     pub stages: Option<Vec<Value>>,
+    /// Run kubesim's scheduler (off when an outside one is studied).
+    pub builtin_scheduler: bool,
+    /// Serve the API over HTTP, in lockstep with its clients.
+    pub serve: Option<Serve>,
 }
 
 impl Setup {
-    /// `nodes` with the default scheduler, seed 1, no time limit, no
-    /// progress reports and the built-in stages, starting at
-    /// 2026-01-01T00:00:00Z.
+    /// `nodes` with the built-in default scheduler, seed 1, no time
+    /// limit, no progress reports, the built-in stages and no HTTP,
+    /// starting at 2026-01-01T00:00:00Z.
     pub fn new(nodes: Vec<Value>) -> Setup {
         Setup {
             nodes,
@@ -75,6 +84,8 @@ impl Setup {
             epoch: Timestamp::constant(1_767_225_600, 0),
             progress: None,
             stages: None,
+            builtin_scheduler: true,
+            serve: None,
         }
     }
 }
@@ -95,6 +106,31 @@ pub struct Run {
     pub samples: Vec<Sample>,
     /// Virtual seconds simulated.
     pub simulated: f64,
+    /// With `serve`: how the outside clients kept up.
+    pub lockstep: Option<LockstepReport>,
+}
+
+/// How a served run went for its clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockstepReport {
+    /// Without the built-in scheduler: a client watched pods before the
+    /// first job (else the run started after `timeout`).
+    pub connected: bool,
+    /// Instants at which time moved on after `timeout`, without the
+    /// clients settling.
+    pub timeouts: u64,
+}
+
+/// Ends the holding of time however the run ends, so that shutting the
+/// runtime down does not wait for a hold thread.
+struct Closing(Option<Arc<lockstep::Policy>>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            p.gate.close();
+        }
+    }
 }
 
 /// Runs `jobs` on `setup` to completion (or `until`), in virtual time.
@@ -140,14 +176,15 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             node_lifecycle: false,
         },
     ));
-    let sched_api = api("default-scheduler");
-    tasks.spawn(kubesim_scheduler::run(
-        sched_api,
-        informers.clone(),
-        clock.clone(),
-        rng.clone(),
-        setup.scheduler,
-    ));
+    if setup.builtin_scheduler {
+        tasks.spawn(kubesim_scheduler::run(
+            api("default-scheduler"),
+            informers.clone(),
+            clock.clone(),
+            rng.clone(),
+            setup.scheduler,
+        ));
+    }
     // A batch simulation spans months: no leases or heartbeats (nodes do
     // not fail unless told to), no usage metrics.
     let stages: Vec<Value> = match setup.stages {
@@ -188,6 +225,25 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         },
     ));
 
+    // The API over HTTP, from the start: clients may connect while the
+    // nodes come up.
+    let (policy, before_start) = match setup.serve {
+        Some(s) => {
+            let policy = lockstep::Policy::new(s.quiet, s.timeout);
+            policy.follow(&informers);
+            tasks.spawn({
+                let (server, policy) = (server.clone(), policy.clone());
+                async move {
+                    if let Err(e) = serve::run(s.listener, server, policy).await {
+                        tracing::error!(error = %e, "the API server stopped");
+                    }
+                }
+            });
+            (Some(policy), Some((s.ready, s.timeout)))
+        }
+        None => (None, None),
+    };
+    let _closing = Closing(policy.clone());
     let client = api("kubesim-simulate");
     let node_names: Vec<String> = setup
         .nodes
@@ -230,6 +286,23 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         }
         clock.sleep(Duration::from_millis(10)).await;
         waited += Duration::from_millis(10);
+    }
+    let mut connected = false;
+    if let (Some(policy), Some((ready, timeout))) = (&policy, before_start) {
+        if let Some(ready) = ready {
+            ready();
+        }
+        // Jobs at time 0 would be gone past before an outside scheduler
+        // started: wait for one to watch pods, with time standing still.
+        if !setup.builtin_scheduler {
+            connected = policy.gate.hold_while(policy.connected()).await.is_some();
+        }
+        if !connected && !setup.builtin_scheduler {
+            tracing::warn!(
+                ?timeout,
+                "no client watched pods in time; the jobs start without one"
+            );
+        }
     }
     let start = clock.instant();
     recorder.start_at(start);
@@ -315,10 +388,17 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                 return;
             }
             if timed_out && active.running == 0 && active.all_submitted {
-                tracing::warn!(
-                    pending = active.pending,
-                    "jobs can never be placed; stopping"
-                );
+                if setup.builtin_scheduler {
+                    tracing::warn!(
+                        pending = active.pending,
+                        "jobs can never be placed; stopping"
+                    );
+                } else {
+                    tracing::warn!(
+                        pending = active.pending,
+                        "no scheduler placed the pending jobs for ten simulated minutes; stopping"
+                    );
+                }
                 return;
             }
         }
@@ -330,11 +410,16 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     }
     let simulated = (clock.instant() - start).as_secs_f64();
     tasks.abort_all();
+    let lockstep = policy.map(|p| LockstepReport {
+        connected,
+        timeouts: p.gate.timeouts(),
+    });
     Ok(Run {
         outcomes: recorder.outcomes(),
         nodes: node_names,
         total_cpu_millis,
         samples: recorder.samples(),
         simulated,
+        lockstep,
     })
 }

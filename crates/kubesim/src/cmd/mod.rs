@@ -9,4 +9,5 @@ pub mod load;
 pub mod pki;
 pub mod scenario;
 pub mod simulate;
+pub mod simulate_serve;
 pub mod up;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use kubesim_runtime::Clock;
-use kubesim_sim::engine::{simulate, Setup, SimJob};
+use kubesim_sim::engine::{simulate, FinalState, Setup, SimJob};
 use kubesim_sim::workload::{self, ReadOptions, SwfOptions};
 use kubesim_sim::{cluster, output};
 use parking_lot::Mutex;
@@ -62,6 +62,8 @@ pub struct SimulateArgs {
     /// delays); jobs still finish after their run time. Repeatable.
     #[arg(long, value_name = "FILE")]
     pub stages: Vec<PathBuf>,
+    #[command(flatten)]
+    pub serve: super::simulate_serve::ServeArgs,
 }
 
 fn read_cluster(args: &SimulateArgs) -> anyhow::Result<Vec<serde_json::Value>> {
@@ -177,6 +179,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let builtin_scheduler = args.serve.builtin_scheduler()?;
+    let stages = read_stages(&args.stages)?;
+    let serve = args.serve.prepare(&args.out)?;
     let setup = Setup {
         nodes,
         scheduler,
@@ -186,7 +191,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             .parse()
             .expect("a valid constant time"),
         progress: std::io::stderr().is_terminal().then(progress_bar),
-        stages: read_stages(&args.stages)?,
+        stages,
+        builtin_scheduler,
+        serve,
     };
     let n_jobs = jobs.len();
     let wall = Clock::wall();
@@ -207,6 +214,33 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         run.simulated,
         run.simulated / wall_seconds.max(1e-9)
     );
+    if s.nb_unfinished > 0 {
+        let (mut waiting, mut running, mut later) = (0, 0, 0);
+        for o in &run.outcomes {
+            match (o.state, o.submitted, o.start) {
+                (FinalState::NotFinished, None, _) => later += 1,
+                (FinalState::NotFinished, Some(_), None) => waiting += 1,
+                (FinalState::NotFinished, Some(_), Some(_)) => running += 1,
+                _ => {}
+            }
+        }
+        println!(
+            "{} jobs did not finish: {waiting} waiting for a node, {running} running, \
+             {later} not submitted yet",
+            s.nb_unfinished
+        );
+    }
+    if let Some(l) = run.lockstep {
+        if !l.connected && !builtin_scheduler {
+            println!("no client watched pods within --serve-timeout; the jobs started without one");
+        }
+        if l.timeouts > 0 {
+            println!(
+                "simulated time moved on {} times after --serve-timeout without the clients settling",
+                l.timeouts
+            );
+        }
+    }
     println!("results in {}", args.out.display());
     Ok(())
 }
