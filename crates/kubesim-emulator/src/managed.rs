@@ -2,7 +2,7 @@
 //! when it carries kubesim's marker or kwok's (so kwok users' manifests
 //! work unchanged), or when the emulator is told to manage every node.
 
-use kubesim_runtime::Cache;
+use crate::stage::funcs::FuncContext;
 use serde_json::Value;
 
 /// kubesim's marker, as a label or an annotation (any value).
@@ -36,20 +36,13 @@ impl NodeSelector {
         }
     }
 
-    /// [`manages`](Self::manages) for the node `name` in `nodes`, asked on
-    /// every pod change: the labels answer without decoding the node in
-    /// the usual case; only a node they do not mark is read whole for its
-    /// annotations.
-    pub fn manages_cached(&self, nodes: &Cache, name: &str) -> bool {
+    /// [`manages`](Self::manages) for the node `name`, asked on every pod
+    /// change: answered from what `funcs` remembers of the node rather
+    /// than by decoding it.
+    pub fn manages_known(&self, funcs: &FuncContext, name: &str) -> bool {
         match self {
-            NodeSelector::All => nodes.contains("", name),
-            NodeSelector::Marked => {
-                nodes.label("", name, EMULATED).is_some_and(|l| l.is_some())
-                    || nodes
-                        .label("", name, KWOK_NODE)
-                        .is_some_and(|l| l.as_deref() == Some("fake"))
-                    || nodes.get("", name).is_some_and(|n| self.manages(&n))
-            }
+            NodeSelector::All => funcs.nodes.contains("", name),
+            NodeSelector::Marked => funcs.node_marked(name),
         }
     }
 }

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::ippool::IpPools;
 use crate::gotpl::Funcs;
+use crate::managed::NodeSelector;
 use crate::nodes::cidr::Net;
 use crate::nodes::fnv1a;
 
@@ -30,22 +31,26 @@ pub struct FuncContext {
     /// Every Node, whole (addresses and podCIDRs are read).
     pub nodes: Arc<Cache>,
     pub pools: IpPools,
-    /// Each node's addresses as last read, by node name: nearly every pod
-    /// step asks for them, and parsing the node each time cost more than
-    /// the rest of the render.
-    addresses: Mutex<BTreeMap<String, Arc<NodeAddresses>>>,
+    /// What each node's object said when last read, by node name: nearly
+    /// every pod change and step asks whether its node is emulated and for
+    /// its addresses, and parsing the node each time cost more than the
+    /// rest of the work.
+    facts: Mutex<BTreeMap<String, Arc<NodeFacts>>>,
 }
 
-/// What a node's object says of its addresses, at one resourceVersion.
-struct NodeAddresses {
+/// What a node's object says of its addresses and marks, at one
+/// resourceVersion.
+struct NodeFacts {
     resource_version: String,
+    /// Whether it carries an emulated node's mark ([`NodeSelector::Marked`]).
+    marked: bool,
     /// Its InternalIPs.
     ips: Vec<String>,
     /// `spec.podCIDRs`, else `spec.podCIDR`.
     pod_cidrs: Vec<String>,
 }
 
-impl NodeAddresses {
+impl NodeFacts {
     fn of(node: &Value) -> Self {
         let ips = meta::path(node, "status.addresses")
             .and_then(Value::as_array)
@@ -67,8 +72,9 @@ impl NodeAddresses {
                     .map(String::from),
             );
         }
-        NodeAddresses {
+        NodeFacts {
             resource_version: meta::resource_version(node).to_string(),
+            marked: NodeSelector::Marked.manages(node),
             ips,
             pod_cidrs,
         }
@@ -89,34 +95,34 @@ impl FuncContext {
             start_time,
             nodes,
             pools: IpPools::default(),
-            addresses: Mutex::default(),
+            facts: Mutex::default(),
         }
     }
 
-    /// The node's addresses, read again only when the node has changed.
-    fn addresses(&self, node: &str) -> Option<Arc<NodeAddresses>> {
+    /// What the node says, read again only when the node has changed.
+    fn facts(&self, node: &str) -> Option<Arc<NodeFacts>> {
         let Some(rv) = self.nodes.resource_version("", node) else {
-            self.addresses.lock().remove(node);
+            self.facts.lock().remove(node);
             return None;
         };
-        if let Some(a) = self.addresses.lock().get(node) {
+        if let Some(a) = self.facts.lock().get(node) {
             if a.resource_version == rv {
                 return Some(a.clone());
             }
         }
-        let fresh = Arc::new(NodeAddresses::of(&*self.nodes.get("", node)?));
-        self.addresses
-            .lock()
-            .insert(node.to_string(), fresh.clone());
+        let fresh = Arc::new(NodeFacts::of(&*self.nodes.get("", node)?));
+        self.facts.lock().insert(node.to_string(), fresh.clone());
         Some(fresh)
+    }
+
+    /// Whether the node exists and carries an emulated node's mark.
+    pub fn node_marked(&self, node: &str) -> bool {
+        self.facts(node).is_some_and(|f| f.marked)
     }
 
     /// The InternalIPs a node reports, or one derived from its name.
     pub fn node_ips(&self, node: &str) -> Vec<String> {
-        let ips = self
-            .addresses(node)
-            .map(|a| a.ips.clone())
-            .unwrap_or_default();
+        let ips = self.facts(node).map(|a| a.ips.clone()).unwrap_or_default();
         if !ips.is_empty() || node.is_empty() {
             return ips;
         }
@@ -129,7 +135,7 @@ impl FuncContext {
 
     /// The node's pod CIDRs (`spec.podCIDRs`, else `spec.podCIDR`).
     pub fn pod_cidrs(&self, node: &str) -> Vec<String> {
-        self.addresses(node)
+        self.facts(node)
             .map(|a| a.pod_cidrs.clone())
             .unwrap_or_default()
     }

@@ -148,10 +148,7 @@ impl Lifecycle {
             Kind::Node => self.shared.selector.manages(obj).then(|| meta::name(obj)),
             Kind::Pod => {
                 let node = meta::path(obj, "spec.nodeName").and_then(Value::as_str)?;
-                let managed = self
-                    .shared
-                    .selector
-                    .manages_cached(&self.shared.funcs.nodes, node);
+                let managed = self.shared.selector.manages_known(&self.shared.funcs, node);
                 managed.then_some(node)
             }
         }
