@@ -62,7 +62,9 @@ impl Plugin for BalancedAllocation {
     /// fractions) * 100. With two resources the deviation is simply half
     /// their difference.
     fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        let mut fractions = [0f64; 8];
+        // Scored for hundreds of nodes per pod: the fractions stay on the
+        // stack unless a profile weighs more than eight resources.
+        let mut fixed = [0f64; 8];
         let mut many = Vec::new();
         let mut n = 0;
         for r in &self.resources {
@@ -71,14 +73,21 @@ impl Plugin for BalancedAllocation {
                 continue;
             }
             let f = (req as f64 / alloc as f64).min(1.0);
-            if n < fractions.len() {
-                fractions[n] = f;
+            if n < fixed.len() {
+                fixed[n] = f;
             } else {
+                if many.is_empty() {
+                    many.extend_from_slice(&fixed);
+                }
                 many.push(f);
             }
             n += 1;
         }
-        let all: Vec<f64> = fractions[..n.min(8)].iter().copied().chain(many).collect();
+        let all = if many.is_empty() {
+            &fixed[..n]
+        } else {
+            &many[..]
+        };
         let std = match all.len() {
             0 | 1 => 0.0,
             2 => ((all[0] - all[1]) / 2.0).abs(),
