@@ -10,6 +10,7 @@ use futures::StreamExt;
 use kubesim_core::patch::PatchType;
 use kubesim_core::{meta, ApiError, ResourceInfo};
 use kubesim_runtime::{Api, DeleteOptions, ListOptions, ResourceRef, WatchEvent, WriteOptions};
+use kubesim_store::Record;
 use serde_json::{json, Value};
 
 use crate::service::read::list_json;
@@ -101,6 +102,38 @@ fn to_event(frame: WatchFrame) -> (WatchEvent, Option<Bytes>) {
     }
 }
 
+/// Below this many items a list is decoded on the calling thread alone.
+const PARALLEL_DECODE_FROM: usize = 128;
+
+/// Decodes a page of records, in order. An informer's first list of a
+/// large cluster is the longest stretch of work that nothing else
+/// overlaps (every component waits for its caches), and decoding is most
+/// of it, so a large page is split across the machine's cores.
+fn decode_all(records: &[Arc<Record>]) -> Result<Vec<Value>, ApiError> {
+    let decode = |rs: &[Arc<Record>]| -> Result<Vec<Value>, ApiError> {
+        rs.iter()
+            .map(|r| {
+                serde_json::from_slice::<Value>(&r.bytes)
+                    .map_err(|e| ApiError::internal(format!("list is corrupt: {e}")))
+            })
+            .collect()
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if records.len() < PARALLEL_DECODE_FROM || cores < 2 {
+        return decode(records);
+    }
+    let (first, rest) = records.split_at(records.len() / 2);
+    std::thread::scope(|s| {
+        let other = s.spawn(|| decode(rest));
+        let mut out = decode(first)?;
+        let tail = other
+            .join()
+            .map_err(|_| ApiError::internal("decoding a list failed"))??;
+        out.extend(tail);
+        Ok(out)
+    })
+}
+
 #[async_trait::async_trait]
 impl Api for InProcess {
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
@@ -134,17 +167,11 @@ impl Api for InProcess {
         if let Some(c) = &page.continue_token {
             list["metadata"]["continue"] = Value::String(c.clone());
         }
-        let mut items = Vec::with_capacity(page.items.len());
-        let mut bytes = Vec::with_capacity(page.items.len());
-        for rec in &page.items {
-            items.push(
-                serde_json::from_slice::<Value>(&rec.bytes)
-                    .map_err(|e| ApiError::internal(format!("list is corrupt: {e}")))?,
-            );
-            bytes.push(Some(rec.bytes.clone()));
-        }
-        list["items"] = Value::Array(items);
-        Ok((list, bytes))
+        list["items"] = Value::Array(decode_all(&page.items)?);
+        Ok((
+            list,
+            page.items.iter().map(|r| Some(r.bytes.clone())).collect(),
+        ))
     }
 
     async fn create(
