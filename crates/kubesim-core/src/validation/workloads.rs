@@ -173,7 +173,7 @@ pub fn validate_daemon_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "OnDelete" => {}
         "RollingUpdate" => {
             if let Some(ru) = us.get("rollingUpdate") {
-                rolling_update(ru, "spec.updateStrategy.rollingUpdate", &mut out);
+                rolling_update_daemon_set(ru, "spec.updateStrategy.rollingUpdate", &mut out);
             }
         }
         other => out.push(fields::unsupported(
@@ -306,6 +306,47 @@ fn rolling_update(ru: &Value, path: &str, out: &mut Vec<Cause>) {
             mu.unwrap_or(&Value::from(0)),
             "may not be 0 when `maxSurge` is 0",
         ));
+    }
+}
+
+/// A DaemonSet's maxUnavailable / maxSurge: non-negative ints or percents
+/// up to 100%, and exactly one of them non-zero. Unlike a Deployment, a
+/// DaemonSet cannot both surge and leave nodes without their daemon: its
+/// controller rolls one way or the other.
+fn rolling_update_daemon_set(ru: &Value, path: &str, out: &mut Vec<Cause>) {
+    let mu = ru.get("maxUnavailable").filter(|v| !v.is_null());
+    let ms = ru.get("maxSurge").filter(|v| !v.is_null());
+    let mu_path = child(path, "maxUnavailable");
+    let ms_path = child(path, "maxSurge");
+    for (v, p) in [(mu, &mu_path), (ms, &ms_path)] {
+        if let Some(v) = v {
+            int_or_percent(v, p, out);
+            not_more_than_100_percent(v, p, out);
+        }
+    }
+    let unavailable = mu.is_some_and(|v| int_or_percent_value(v) != 0);
+    let surge = ms.is_some_and(|v| int_or_percent_value(v) != 0);
+    if unavailable && surge {
+        out.push(fields::invalid(
+            ms_path,
+            ms.unwrap_or(&Value::Null),
+            "may not be set when maxUnavailable is non-zero",
+        ));
+    } else if !unavailable && !surge {
+        out.push(fields::required_msg(
+            mu_path,
+            "cannot be 0 when maxSurge is 0",
+        ));
+    }
+}
+
+/// Upstream's `getIntOrPercentValue`: the number of a percent, the value
+/// of an int, and 0 for a string that is neither (reported elsewhere).
+fn int_or_percent_value(v: &Value) -> i64 {
+    match v {
+        Value::Number(n) => n.as_i64().unwrap_or(0),
+        Value::String(s) => s.strip_suffix('%').unwrap_or(s).parse().unwrap_or(0),
+        _ => 0,
     }
 }
 
