@@ -211,6 +211,10 @@ impl DaemonSetController {
         let Some(selector) = selector_of(&ds) else {
             return Ok(None);
         };
+        // Expectations are read before the cache: a creation observed
+        // between a cache read and this check would let a pass act on a
+        // view that lacks the pod, and create it twice.
+        let trusted = self.exp.satisfied(&key);
         let owned = claim(
             &*self.ctx.api,
             &pods_ref(),
@@ -251,7 +255,7 @@ impl DaemonSetController {
             .filter(|(_, n)| should_run(&template_spec, n))
             .map(|(name, _)| name)
             .collect();
-        if self.exp.satisfied(&key) && !meta::is_deleting(&ds) {
+        if trusted && !meta::is_deleting(&ds) {
             self.manage(&key, &ds, &template, &hash, &eligible, &by_node, &stray)
                 .await?;
         }

@@ -119,6 +119,10 @@ impl StatefulSetController {
         let Some(selector) = selector_of(&set) else {
             return Ok(None);
         };
+        // Expectations are read before the cache: a creation observed
+        // between a cache read and this check would let a pass act on a
+        // view that lacks the pod.
+        let trusted = self.exp.satisfied(&key);
         let name = key.name.clone();
         let candidates: Vec<Arc<Value>> = self.pods.cache().list_namespace(&key.namespace);
         let owned = claim(
@@ -150,7 +154,7 @@ impl StatefulSetController {
         if let Some(revs) = &self.revisions {
             history::ensure(&self.ctx, &revs.cache(), &set, &update_rev, &template).await?;
         }
-        if self.exp.satisfied(&key) && !meta::is_deleting(&set) {
+        if trusted && !meta::is_deleting(&set) {
             self.manage(
                 &key,
                 &set,
