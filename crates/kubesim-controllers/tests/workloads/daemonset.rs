@@ -162,3 +162,77 @@ async fn rolling_update_replaces_one_node_at_a_time() {
     })
     .await;
 }
+
+/// Updates a DaemonSet surging `max_surge` over `count` nodes (pods Ready
+/// 2 s after creation, available 5 s later) and returns the most nodes
+/// seen running two pods at once. Every observed state must have a Ready
+/// pod on every node.
+async fn surge_update(count: usize, max_surge: Value) -> usize {
+    let env = start(Some(Duration::from_secs(2))).await;
+    let names: Vec<String> = (1..=count).map(|i| format!("n{i}")).collect();
+    for n in &names {
+        env.create(&nodes(), "", node(n, json!({"disk": "ssd"}), json!([])))
+            .await;
+    }
+    let mut set = daemon_set("agent", "a:1");
+    set["spec"]["minReadySeconds"] = json!(5);
+    set["spec"]["updateStrategy"]["rollingUpdate"] =
+        json!({"maxSurge": max_surge, "maxUnavailable": 0});
+    env.create(&ds(), "default", set).await;
+    env.eventually("all available", || async {
+        env.get(&ds(), "default", "agent").await.unwrap()["status"]["numberAvailable"]
+            == count as i64
+    })
+    .await;
+    env.merge(
+        &ds(),
+        "default",
+        "agent",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "a:2"}]}}}}),
+    )
+    .await;
+    let mut most_doubled = 0;
+    let mut done = false;
+    for _ in 0..1200 {
+        let ps = env.list(&pods(), "default", "app=agent").await;
+        let on = |n: &String| ps.iter().filter(|p| &target(p) == n).collect::<Vec<_>>();
+        let doubled = names.iter().filter(|n| on(n).len() == 2).count();
+        most_doubled = most_doubled.max(doubled);
+        for n in &names {
+            let here = on(n);
+            assert!(here.len() <= 2, "at most an old and a new pod on {n}");
+            assert!(
+                here.iter().any(|p| p["status"]["phase"] == "Running"
+                    && p["status"]["conditions"][0]["status"] == "True"),
+                "{n} without a ready pod"
+            );
+        }
+        if ps.len() == count
+            && ps
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "a:2")
+        {
+            done = true;
+            break;
+        }
+        env.sleep(Duration::from_millis(100)).await;
+    }
+    assert!(done, "the update finished");
+    env.eventually("status caught up", || async {
+        let s = env.get(&ds(), "default", "agent").await.unwrap()["status"].clone();
+        s["updatedNumberScheduled"] == count as i64 && s["numberAvailable"] == count as i64
+    })
+    .await;
+    most_doubled
+}
+
+#[tokio::test(start_paused = true)]
+async fn surge_update_starts_the_new_pod_before_the_old_one_goes() {
+    assert_eq!(surge_update(3, json!(1)).await, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn surge_percentages_round_up() {
+    // 30% of 4 nodes is 1.2: two nodes surge at once.
+    assert_eq!(surge_update(4, json!("30%")).await, 2);
+}

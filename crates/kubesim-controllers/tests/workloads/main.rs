@@ -6,4 +6,5 @@ mod deployment;
 mod replicaset;
 mod replicationcontroller;
 mod statefulset;
+mod statefulset_storage;
 mod support;

@@ -108,3 +108,44 @@ fn invalid_error_message_renders_like_kubectl() {
         "Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"api\"}: `selector` does not match template `labels`"
     );
 }
+
+#[test]
+fn daemon_sets_surge_or_leave_nodes_unavailable_not_both() {
+    let ds = info("apps", "daemonsets");
+    let with = |ru: serde_json::Value| {
+        json!({"metadata": {"name": "agent"}, "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": ru},
+            "template": {"metadata": {"labels": {"app": "agent"}}, "spec": {
+                "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+                "containers": [{"name": "c", "image": "a", "imagePullPolicy": "Always",
+                    "terminationMessagePolicy": "File"}]}}}})
+    };
+    let ok = |ru| validate(&ds, &with(ru), None);
+    assert!(ok(json!({"maxSurge": 1, "maxUnavailable": 0})).is_empty());
+    assert!(ok(json!({"maxSurge": "10%", "maxUnavailable": "0%"})).is_empty());
+    assert!(ok(json!({"maxSurge": 0, "maxUnavailable": 2})).is_empty());
+    let both = ok(json!({"maxSurge": 1, "maxUnavailable": 1}));
+    assert_eq!(
+        fields_of(&both),
+        ["spec.updateStrategy.rollingUpdate.maxSurge"]
+    );
+    assert_eq!(
+        both[0].message,
+        "Invalid value: 1: may not be set when maxUnavailable is non-zero"
+    );
+    let neither = ok(json!({"maxSurge": "0%", "maxUnavailable": 0}));
+    assert_eq!(
+        fields_of(&neither),
+        ["spec.updateStrategy.rollingUpdate.maxUnavailable"]
+    );
+    assert_eq!(
+        neither[0].message,
+        "Required value: cannot be 0 when maxSurge is 0"
+    );
+    let over = ok(json!({"maxSurge": "150%", "maxUnavailable": 0}));
+    assert_eq!(
+        fields_of(&over),
+        ["spec.updateStrategy.rollingUpdate.maxSurge"]
+    );
+}

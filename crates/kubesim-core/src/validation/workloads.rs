@@ -90,7 +90,7 @@ pub fn validate_replica_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 
 pub fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let spec = spec_of(obj);
-    let mut out = replicated(spec, Ctl::StatefulSet);
+    let mut out = replicated(&with_claim_volumes(spec), Ctl::StatefulSet);
     let pmp = s(spec, "podManagementPolicy");
     if pmp.is_empty() {
         out.push(fields::required_msg("spec.podManagementPolicy", ""));
@@ -163,6 +163,42 @@ pub fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     out
 }
 
+/// The StatefulSet spec as its pods will see it: every volume claim
+/// template is also a volume of the pod template (the controller mounts
+/// each pod's claim under the template's name), so containers may mount
+/// it. Upstream leaves the pod template of a StatefulSet unchecked for
+/// this very reason; kubesim checks it with the claims in place. The
+/// claims' volumes go last, so paths into the written volumes stay true.
+fn with_claim_volumes(spec: &Value) -> std::borrow::Cow<'_, Value> {
+    let claims = arr(spec, "volumeClaimTemplates");
+    let names: Vec<&str> = claims
+        .iter()
+        .filter_map(|c| c.pointer("/metadata/name").and_then(Value::as_str))
+        .collect();
+    let Some(pod) = spec.pointer("/template/spec").filter(|p| p.is_object()) else {
+        return std::borrow::Cow::Borrowed(spec);
+    };
+    let declared: Vec<&str> = arr(pod, "volumes")
+        .iter()
+        .filter_map(|v| v.get("name").and_then(Value::as_str))
+        .collect();
+    let missing: Vec<&str> = names
+        .into_iter()
+        .filter(|n| !declared.contains(n))
+        .collect();
+    if missing.is_empty() {
+        return std::borrow::Cow::Borrowed(spec);
+    }
+    let mut spec = spec.clone();
+    let pod = &mut spec["template"]["spec"];
+    let mut volumes = arr(pod, "volumes").to_vec();
+    for n in missing {
+        volumes.push(serde_json::json!({"name": n, "persistentVolumeClaim": {"claimName": n}}));
+    }
+    pod["volumes"] = Value::Array(volumes);
+    std::borrow::Cow::Owned(spec)
+}
+
 pub fn validate_daemon_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let spec = spec_of(obj);
     let mut out = replicated(spec, Ctl::DaemonSet);
@@ -173,7 +209,7 @@ pub fn validate_daemon_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "OnDelete" => {}
         "RollingUpdate" => {
             if let Some(ru) = us.get("rollingUpdate") {
-                rolling_update(ru, "spec.updateStrategy.rollingUpdate", &mut out);
+                rolling_update_daemon_set(ru, "spec.updateStrategy.rollingUpdate", &mut out);
             }
         }
         other => out.push(fields::unsupported(
@@ -306,6 +342,47 @@ fn rolling_update(ru: &Value, path: &str, out: &mut Vec<Cause>) {
             mu.unwrap_or(&Value::from(0)),
             "may not be 0 when `maxSurge` is 0",
         ));
+    }
+}
+
+/// A DaemonSet's maxUnavailable / maxSurge: non-negative ints or percents
+/// up to 100%, and exactly one of them non-zero. Unlike a Deployment, a
+/// DaemonSet cannot both surge and leave nodes without their daemon: its
+/// controller rolls one way or the other.
+fn rolling_update_daemon_set(ru: &Value, path: &str, out: &mut Vec<Cause>) {
+    let mu = ru.get("maxUnavailable").filter(|v| !v.is_null());
+    let ms = ru.get("maxSurge").filter(|v| !v.is_null());
+    let mu_path = child(path, "maxUnavailable");
+    let ms_path = child(path, "maxSurge");
+    for (v, p) in [(mu, &mu_path), (ms, &ms_path)] {
+        if let Some(v) = v {
+            int_or_percent(v, p, out);
+            not_more_than_100_percent(v, p, out);
+        }
+    }
+    let unavailable = mu.is_some_and(|v| int_or_percent_value(v) != 0);
+    let surge = ms.is_some_and(|v| int_or_percent_value(v) != 0);
+    if unavailable && surge {
+        out.push(fields::invalid(
+            ms_path,
+            ms.unwrap_or(&Value::Null),
+            "may not be set when maxUnavailable is non-zero",
+        ));
+    } else if !unavailable && !surge {
+        out.push(fields::required_msg(
+            mu_path,
+            "cannot be 0 when maxSurge is 0",
+        ));
+    }
+}
+
+/// Upstream's `getIntOrPercentValue`: the number of a percent, the value
+/// of an int, and 0 for a string that is neither (reported elsewhere).
+fn int_or_percent_value(v: &Value) -> i64 {
+    match v {
+        Value::Number(n) => n.as_i64().unwrap_or(0),
+        Value::String(s) => s.strip_suffix('%').unwrap_or(s).parse().unwrap_or(0),
+        _ => 0,
     }
 }
 
@@ -730,6 +807,26 @@ mod tests {
             f(&validate_stateful_set(&n, Some(&s))),
             vec![("spec", "FieldValueForbidden")]
         );
+    }
+
+    #[test]
+    fn stateful_set_containers_may_mount_claim_templates() {
+        let mut s = deployment();
+        s["spec"]["podManagementPolicy"] = json!("OrderedReady");
+        s["spec"]["updateStrategy"] = json!({"type": "OnDelete"});
+        s["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+            json!([{"name": "data", "mountPath": "/data"}]);
+        let c = validate_stateful_set(&s, None);
+        assert_eq!(
+            f(&c),
+            vec![(
+                "spec.template.spec.containers[0].volumeMounts[0].name",
+                "FieldValueNotFound"
+            )]
+        );
+        s["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"]}}]);
+        assert_eq!(f(&validate_stateful_set(&s, None)), vec![]);
     }
 
     #[test]

@@ -9,9 +9,10 @@
 //!
 //! Both are `Unschedulable`: evicting the other pod cures them, so
 //! preemption may help. Upstream's PreFilter also rejects a pod whose claim
-//! does not exist; kubesim does not, because it has no volume binding and
-//! its StatefulSet controller creates no claims, so such pods would never
-//! schedule. A claim not (yet) known is read as not ReadWriteOncePod.
+//! does not exist; kubesim does not, because nothing here provisions or
+//! binds volumes (the StatefulSet controller creates its pods' claims
+//! first, but they stay Pending), so claims are no condition for
+//! scheduling. A claim not (yet) known is read as not ReadWriteOncePod.
 //!
 //! Almost no pod has such volumes: PreFilter returns Skip for those, and
 //! nodes without pods with volumes are passed without looking at their

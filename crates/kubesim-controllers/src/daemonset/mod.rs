@@ -1,8 +1,11 @@
 //! The DaemonSet controller: one pod on every node the pod template may
 //! run on (nodeSelector, required node affinity, tolerated taints), each
 //! pinned to its node with node affinity on `metadata.name` so that the
-//! scheduler places it, and rolled to a new template at most
-//! `maxUnavailable` nodes at a time.
+//! scheduler places it, and rolled to a new template either at most
+//! `maxUnavailable` nodes at a time or, with `maxSurge`, by starting the new
+//! pod beside the old one (`rolling`).
+
+pub mod rolling;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,12 +19,12 @@ use serde_json::{json, Value};
 use crate::expectations::Expectations;
 use crate::hash::template_hash;
 use crate::history;
-use crate::intstr;
 use crate::node_fit::{matches_node, untolerated_taints};
 use crate::ownership::{claim, selector_of};
 use crate::pods;
 use crate::replicaset::{delete_pod, on_pod_change, pods_ref, update_status};
 use crate::Context;
+use rolling::{Availability, Budget};
 
 pub const REVISION_LABEL: &str = "controller-revision-hash";
 pub const GENERATION_LABEL: &str = "pod-template-generation";
@@ -208,6 +211,10 @@ impl DaemonSetController {
         let Some(selector) = selector_of(&ds) else {
             return Ok(None);
         };
+        // Expectations are read before the cache: a creation observed
+        // between a cache read and this check would let a pass act on a
+        // view that lacks the pod, and create it twice.
+        let trusted = self.exp.satisfied(&key);
         let owned = claim(
             &*self.ctx.api,
             &pods_ref(),
@@ -240,12 +247,15 @@ impl DaemonSetController {
                 _ => stray.push(p.clone()),
             }
         }
+        for ps in by_node.values_mut() {
+            ps.sort_by(|a, b| oldest_first(a, b));
+        }
         let eligible: Vec<&String> = nodes
             .iter()
             .filter(|(_, n)| should_run(&template_spec, n))
             .map(|(name, _)| name)
             .collect();
-        if self.exp.satisfied(&key) && !meta::is_deleting(&ds) {
+        if trusted && !meta::is_deleting(&ds) {
             self.manage(&key, &ds, &template, &hash, &eligible, &by_node, &stray)
                 .await?;
         }
@@ -258,6 +268,8 @@ impl DaemonSetController {
         let mut ready = 0;
         let mut available = 0;
         let mut updated = 0;
+        // Each node counts by its oldest pod, as upstream: during a surge
+        // the old pod, until it is gone.
         for n in &eligible {
             let Some(p) = by_node.get(*n).and_then(|ps| ps.first()) else {
                 continue;
@@ -309,9 +321,18 @@ impl DaemonSetController {
                 delete.extend(ps.iter().cloned());
             }
         }
+        let desired = eligible.len() as i64;
+        let budget = Budget::of(ds, desired)?;
+        let at = Availability {
+            min_ready_seconds: ds
+                .pointer("/spec/minReadySeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            now: self.ctx.clock.now(),
+        };
         for node in eligible {
             let ps = by_node.get(*node).cloned().unwrap_or_default();
-            let (failed, mut alive): (Vec<_>, Vec<_>) = ps
+            let (failed, alive): (Vec<_>, Vec<_>) = ps
                 .into_iter()
                 .partition(|p| matches!(pods::phase(p), "Failed" | "Succeeded"));
             delete.extend(failed);
@@ -319,53 +340,22 @@ impl DaemonSetController {
                 create.push((*node).clone());
                 continue;
             }
-            // Several on one node: keep the oldest.
-            alive.sort_by(|a, b| {
-                meta::str_field(a, "creationTimestamp")
-                    .cmp(&meta::str_field(b, "creationTimestamp"))
-                    .then(meta::name(a).cmp(meta::name(b)))
-            });
-            delete.extend(alive.into_iter().skip(1));
+            delete.extend(rolling::excess_on_node(&alive, hash, budget.surging(), at));
         }
-        // Rolling update: replace old pods, at most maxUnavailable nodes
-        // without an available pod at a time; unavailable old pods first.
-        let rolling = ds
+        // Rolling update, once every node has its pods in order.
+        let rolling_update = ds
             .pointer("/spec/updateStrategy/type")
             .and_then(Value::as_str)
             != Some("OnDelete");
-        if rolling && create.is_empty() && delete.is_empty() {
-            let min_ready = ds
-                .pointer("/spec/minReadySeconds")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            let now = self.ctx.clock.now();
-            let max_unavailable = intstr::scaled(
-                ds.pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable"),
-                eligible.len() as i64,
-                true,
-                1,
-            )?
-            .max(1);
-            let mut unavailable = 0;
-            let mut old_available = Vec::new();
-            for node in eligible {
-                let Some(p) = by_node.get(*node).and_then(|ps| ps.first()) else {
-                    unavailable += 1;
-                    continue;
-                };
-                let avail = pods::is_available(p, min_ready, now);
-                let old = meta::labels(p).get(REVISION_LABEL).map(String::as_str) != Some(hash);
-                if !avail {
-                    unavailable += 1;
-                    if old {
-                        delete.push(p.clone());
-                    }
-                } else if old {
-                    old_available.push(p.clone());
-                }
+        if rolling_update && create.is_empty() && delete.is_empty() {
+            if budget.surging() {
+                let step = rolling::surge_step(eligible, by_node, hash, budget.max_surge, at);
+                create = step.create;
+                delete = step.delete;
+            } else {
+                delete =
+                    rolling::unavailable_step(eligible, by_node, hash, budget.max_unavailable, at);
             }
-            let budget = (max_unavailable - unavailable).max(0) as usize;
-            delete.extend(old_available.into_iter().take(budget));
         }
         if !create.is_empty() {
             self.exp.expect_creations(key, create.len());
@@ -433,6 +423,25 @@ impl DaemonSetController {
         }
         Ok(())
     }
+}
+
+/// Upstream's order of a node's daemon pods: bound before unbound, then
+/// oldest first, then by name.
+fn oldest_first(a: &Value, b: &Value) -> std::cmp::Ordering {
+    let bound = |p: &Value| {
+        p.pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty())
+    };
+    let created = |p: &Value| {
+        meta::str_field(p, "creationTimestamp")
+            .and_then(meta::parse_time)
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    };
+    bound(b)
+        .cmp(&bound(a))
+        .then(created(a).cmp(&created(b)))
+        .then(meta::name(a).cmp(meta::name(b)))
 }
 
 #[cfg(test)]

@@ -3,7 +3,13 @@
 //! one is Running and Ready; with Parallel, all at once), removed from the
 //! highest ordinal down, and updated from the highest ordinal down to the
 //! partition, one pod at a time. Each pod carries the revision of the
-//! template it was made from (`controller-revision-hash`).
+//! template it was made from (`controller-revision-hash`). Pods get stable
+//! storage from the set's claim templates (`claims`, `storage`), kept or
+//! released as the retention policy says (`retention`).
+
+pub mod claims;
+pub mod retention;
+mod storage;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,6 +42,7 @@ pub struct StatefulSetController {
     ctx: Arc<Context>,
     sets: Arc<Informer>,
     pods: Arc<Informer>,
+    claims: Arc<Informer>,
     revisions: Option<Arc<Informer>>,
     queue: Arc<WorkQueue<ObjectKey>>,
     exp: Arc<Expectations>,
@@ -64,6 +71,7 @@ impl StatefulSetController {
         Arc::new(StatefulSetController {
             sets: ctx.informers.get(&statefulsets()),
             pods: ctx.informers.get(&pods_ref()),
+            claims: ctx.informers.get(&claims::claims_ref()),
             revisions,
             queue: WorkQueue::new(ctx.clock.clone()),
             exp: Arc::new(Expectations::new(ctx.clock.clone())),
@@ -79,8 +87,20 @@ impl StatefulSetController {
         self.pods.on_change(move |c| {
             on_pod_change(c, "StatefulSet", &sets, &q, &exp, "/spec/selector");
         });
+        // A claim that goes away may be what a pod's creation waits for
+        // (see `storage`); any change to one is worth a look by its set.
+        let (q, sets) = (self.queue.clone(), self.sets.cache());
+        self.claims.on_change(move |c| {
+            let claim = c.object();
+            for set in sets.list_namespace(meta::namespace(claim)) {
+                if claims::is_claim_of(&set, meta::name(claim)) {
+                    q.add(ObjectKey::of(&set));
+                }
+            }
+        });
         self.sets.wait_synced().await;
         self.pods.wait_synced().await;
+        self.claims.wait_synced().await;
         if let Some(r) = &self.revisions {
             r.wait_synced().await;
         }
@@ -99,6 +119,10 @@ impl StatefulSetController {
         let Some(selector) = selector_of(&set) else {
             return Ok(None);
         };
+        // Expectations are read before the cache: a creation observed
+        // between a cache read and this check would let a pass act on a
+        // view that lacks the pod.
+        let trusted = self.exp.satisfied(&key);
         let name = key.name.clone();
         let candidates: Vec<Arc<Value>> = self.pods.cache().list_namespace(&key.namespace);
         let owned = claim(
@@ -130,7 +154,7 @@ impl StatefulSetController {
         if let Some(revs) = &self.revisions {
             history::ensure(&self.ctx, &revs.cache(), &set, &update_rev, &template).await?;
         }
-        if self.exp.satisfied(&key) && !meta::is_deleting(&set) {
+        if trusted && !meta::is_deleting(&set) {
             self.manage(
                 &key,
                 &set,
@@ -173,7 +197,13 @@ impl StatefulSetController {
         template: &Value,
     ) -> Result<(), ApiError> {
         let name = format!("{}-{i}", meta::name(set));
+        // The claims come first, so the pod never starts without its
+        // storage; while one is unusable the pod waits.
+        if !self.prepare_claims(set, i, &name).await? {
+            return Ok(());
+        }
         let mut pod = pods::from_template(template, set, "", Some(&name));
+        claims::mount_claims(&mut pod["spec"], set, i);
         if let Some(m) = pod.pointer_mut("/metadata").and_then(Value::as_object_mut) {
             let labels = m.entry("labels").or_insert_with(|| json!({}));
             if let Some(l) = labels.as_object_mut() {
@@ -269,6 +299,9 @@ impl StatefulSetController {
         } else {
             0
         };
+        // Claims of every pod first: those of condemned pods must point at
+        // their pods before the pods go, or nothing would collect them.
+        self.reconcile_claims(set, by_ordinal, replicas).await?;
         // Wanted ordinals, lowest first.
         for i in 0..replicas {
             match by_ordinal.get(&i) {
