@@ -173,16 +173,7 @@ fn phase_rank(pod: &Value) -> u8 {
 /// restarts first, newer before older; the name breaks remaining ties so
 /// the choice is deterministic.
 pub fn deletion_order(a: &Value, b: &Value) -> std::cmp::Ordering {
-    let scheduled = |p: &Value| {
-        p.pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.is_empty())
-    };
-    let created = |p: &Value| {
-        meta::str_field(p, "creationTimestamp")
-            .and_then(meta::parse_time)
-            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-    };
+    let (scheduled, created) = (is_bound, created_at);
     scheduled(a)
         .cmp(&scheduled(b))
         .then(phase_rank(a).cmp(&phase_rank(b)))
@@ -258,4 +249,18 @@ mod tests {
             ]
         );
     }
+}
+
+/// Whether the pod is bound to a node.
+pub fn is_bound(pod: &Value) -> bool {
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty())
+}
+
+/// The object's creationTimestamp (the epoch when it has none).
+pub fn created_at(obj: &Value) -> jiff::Timestamp {
+    meta::str_field(obj, "creationTimestamp")
+        .and_then(meta::parse_time)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
 }

@@ -428,16 +428,7 @@ impl DaemonSetController {
 /// Upstream's order of a node's daemon pods: bound before unbound, then
 /// oldest first, then by name.
 fn oldest_first(a: &Value, b: &Value) -> std::cmp::Ordering {
-    let bound = |p: &Value| {
-        p.pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.is_empty())
-    };
-    let created = |p: &Value| {
-        meta::str_field(p, "creationTimestamp")
-            .and_then(meta::parse_time)
-            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-    };
+    let (bound, created) = (crate::pods::is_bound, crate::pods::created_at);
     bound(b)
         .cmp(&bound(a))
         .then(created(a).cmp(&created(b)))
