@@ -186,6 +186,20 @@ pub fn deletion_order(a: &Value, b: &Value) -> std::cmp::Ordering {
         .then(meta::name(a).cmp(meta::name(b)))
 }
 
+/// Whether the pod is bound to a node.
+pub fn is_bound(pod: &Value) -> bool {
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty())
+}
+
+/// The object's creationTimestamp (the epoch when it has none).
+pub fn created_at(obj: &Value) -> jiff::Timestamp {
+    meta::str_field(obj, "creationTimestamp")
+        .and_then(meta::parse_time)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,18 +263,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// Whether the pod is bound to a node.
-pub fn is_bound(pod: &Value) -> bool {
-    pod.pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .is_some_and(|n| !n.is_empty())
-}
-
-/// The object's creationTimestamp (the epoch when it has none).
-pub fn created_at(obj: &Value) -> jiff::Timestamp {
-    meta::str_field(obj, "creationTimestamp")
-        .and_then(meta::parse_time)
-        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
 }
