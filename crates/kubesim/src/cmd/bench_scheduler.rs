@@ -31,6 +31,7 @@ fn node(i: usize) -> Value {
             "topology.kubernetes.io/zone": ZONES[i % ZONES.len()],
         }},
         "status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
             "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "100Gi"},
             "capacity": {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "100Gi"},
         },
@@ -108,17 +109,30 @@ async fn bench(nodes: usize, pods: usize, affinity: bool, deployment: bool) -> a
     let sched_api: Arc<dyn Api> = Arc::new(InProcess::new(server.clone(), "default-scheduler"));
     let start = clock.instant();
     let cpu0 = cpu_seconds("self");
+    // As in `kubesim up`, the scheduler and the controllers share one set
+    // of informers.
+    let informers = Informers::new(
+        Arc::new(InProcess::new(server.clone(), "kubesim-informers")),
+        clock.clone(),
+    );
+    // The nodes have no kubelets renewing Leases (as in kube-scheduler's
+    // own benchmarks), so the node lifecycle controller stays off rather
+    // than taint every node unreachable after 40 s.
     let controllers = deployment.then(|| {
-        tokio::spawn(kubesim_controllers::run_all(
+        tokio::spawn(kubesim_controllers::run_with(
             Arc::new(InProcess::new(server.clone(), "kube-controller-manager")),
+            informers.clone(),
             server.registry.clone(),
             clock.clone(),
             None,
+            kubesim_controllers::Options {
+                node_lifecycle: false,
+            },
         ))
     });
     let sched = tokio::spawn(kubesim_scheduler::run_with_metrics(
         sched_api.clone(),
-        Informers::new(sched_api, clock.clone()),
+        informers,
         clock.clone(),
         server.rng.clone(),
         kubesim_scheduler::SchedulerConfig::default(),
