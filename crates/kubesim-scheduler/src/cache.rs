@@ -208,6 +208,8 @@ impl Cache {
             node_name: node.to_string(),
             affinity: pod.affinity,
             volumes: pod.volumes.clone(),
+            controller: pod.controller.clone(),
+            deleting: pod.deleting,
         });
         let mut g = self.inner.lock();
         if let Some(old) = g.pods.remove(&info.key) {

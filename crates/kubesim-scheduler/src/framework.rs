@@ -64,6 +64,12 @@ pub struct PodInfo {
     /// The volumes VolumeRestrictions compares, read before the scheduling
     /// view drops `spec.volumes`; `None` for the many pods with none.
     pub volumes: Option<Arc<PodVolumes>>,
+    /// The uid of the controlling owner (the ownerReference with
+    /// `controller: true`), read once: PodTopologySpread's default
+    /// constraints compare it for every bound pod in every cycle.
+    pub controller: Option<String>,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
 }
 
 /// A disk a pod names inline that the cluster lets only one node (or one
@@ -124,6 +130,10 @@ pub struct NodeInfo {
     pub used_ports: BTreeSet<HostPort>,
     /// Image name (every name in `status.images[].names`) to size in bytes.
     pub images: BTreeMap<String, i64>,
+    /// Pods of `pods` not being deleted, by their controlling owner's uid
+    /// (few entries per node): PodTopologySpread's default constraints
+    /// count them on every node in every cycle.
+    pub controlled: Vec<(String, u32)>,
 }
 
 /// The cluster as one scheduling cycle sees it; nodes in name order.

@@ -212,6 +212,17 @@ pub fn pod_host_ports(pod: &Value) -> Vec<HostPort> {
     out
 }
 
+/// The uid of the ownerReference with `controller: true`.
+pub fn controller_uid(pod: &Value) -> Option<&str> {
+    pod.get("metadata")?
+        .get("ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?
+        .get("uid")?
+        .as_str()
+}
+
 impl PodInfo {
     /// Everything the scheduler computes once per pod version; of the pod
     /// itself only its [`scheduling_view`] is kept.
@@ -237,6 +248,8 @@ impl PodInfo {
                 .to_string(),
             affinity: AffinityFlags::of(&pod),
             volumes,
+            controller: controller_uid(&pod).map(str::to_string),
+            deleting: meta::is_deleting(&pod),
             pod,
         }
     }
@@ -401,6 +414,7 @@ impl NodeInfo {
             pods_with_volumes: 0,
             used_ports: Default::default(),
             images: BTreeMap::new(),
+            controlled: Vec::new(),
         };
         n.set_node(node);
         n
@@ -433,7 +447,34 @@ impl NodeInfo {
         self.pods_with_affinity += usize::from(pod.affinity.any);
         self.pods_with_required_anti += usize::from(pod.affinity.required_anti);
         self.pods_with_volumes += usize::from(pod.volumes.is_some());
+        self.count_controlled(&pod, true);
         self.pods.push(pod);
+    }
+
+    /// Adds `pod` to (or takes it from) [`controlled`](Self::controlled).
+    fn count_controlled(&mut self, pod: &PodInfo, add: bool) {
+        let Some(uid) = pod.controller.as_deref().filter(|_| !pod.deleting) else {
+            return;
+        };
+        match self.controlled.iter().position(|(u, _)| u == uid) {
+            Some(i) if add => self.controlled[i].1 += 1,
+            Some(i) => {
+                self.controlled[i].1 -= 1;
+                if self.controlled[i].1 == 0 {
+                    self.controlled.swap_remove(i);
+                }
+            }
+            None if add => self.controlled.push((uid.to_string(), 1)),
+            None => {}
+        }
+    }
+
+    /// Non-deleting pods here whose controlling owner has `uid`.
+    pub fn controlled_by(&self, uid: &str) -> u32 {
+        self.controlled
+            .iter()
+            .find(|(u, _)| u == uid)
+            .map_or(0, |(_, n)| *n)
     }
 
     /// Counts again the pods that declare pod (anti-)affinity or have
@@ -446,6 +487,11 @@ impl NodeInfo {
             .filter(|p| p.affinity.required_anti)
             .count();
         self.pods_with_volumes = self.pods.iter().filter(|p| p.volumes.is_some()).count();
+        self.controlled.clear();
+        for p in std::mem::take(&mut self.pods) {
+            self.count_controlled(&p, true);
+            self.pods.push(p);
+        }
     }
 
     /// Stops counting the pod with `uid`; false when it was not here.
@@ -457,6 +503,7 @@ impl NodeInfo {
         self.pods_with_affinity -= usize::from(pod.affinity.any);
         self.pods_with_required_anti -= usize::from(pod.affinity.required_anti);
         self.pods_with_volumes -= usize::from(pod.volumes.is_some());
+        self.count_controlled(&pod, false);
         self.requested.sub(&pod.requests);
         self.non_zero_requested.sub(&pod.non_zero_requests);
         // Ports are recomputed: two pods may share a port on distinct IPs.
@@ -501,6 +548,31 @@ mod tests {
         assert_eq!((n.pods_with_affinity, n.pods_with_required_anti), (0, 0));
     }
 
+    #[test]
+    fn nodes_count_pods_by_controller_except_those_being_deleted() {
+        let mut n = NodeInfo::from_node(Arc::new(json!({"metadata": {"name": "n"}})));
+        let owned = |uid: &str, owner: &str, deleting: bool| {
+            let mut md = json!({"name": uid, "namespace": "d", "uid": uid,
+                "ownerReferences": [{"uid": "other"}, {"uid": owner, "controller": true}]});
+            if deleting {
+                md["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            Arc::new(PodInfo::from_pod(Arc::new(json!({"metadata": md}))))
+        };
+        n.add_pod(owned("a", "rs1", false));
+        n.add_pod(owned("b", "rs1", false));
+        n.add_pod(owned("c", "rs2", false));
+        n.add_pod(owned("d", "rs1", true));
+        n.add_pod(Arc::new(pod(json!({}))));
+        assert_eq!((n.controlled_by("rs1"), n.controlled_by("rs2")), (2, 1));
+        assert_eq!(n.controlled_by("other"), 0, "only the controller counts");
+        assert!(n.remove_pod("a") && n.remove_pod("c") && n.remove_pod("d"));
+        assert_eq!((n.controlled_by("rs1"), n.controlled_by("rs2")), (1, 0));
+        assert_eq!(n.controlled, vec![("rs1".to_string(), 1)]);
+        n.controlled.clear();
+        n.recount();
+        assert_eq!(n.controlled_by("rs1"), 1);
+    }
     #[test]
     fn containers_add_up_and_init_containers_take_the_max() {
         let p = pod(json!({

@@ -157,37 +157,27 @@ impl PodSelector {
         match self {
             PodSelector::Nothing => false,
             PodSelector::Labels(s) => s.matches_map(&pod.labels),
-            PodSelector::Owner(uid) => controller_uid(&pod.pod) == Some(uid.as_str()),
+            PodSelector::Owner(uid) => pod.controller.as_deref() == Some(uid.as_str()),
         }
     }
 
-    /// Matching pods among `pods`, in namespace `ns`, not being deleted.
+    /// Matching pods on `node`, in namespace `ns`, not being deleted.
     /// An empty label selector counts nothing here (though the incoming pod
     /// still matches it), as upstream does.
-    fn count(&self, pods: &[Arc<PodInfo>], ns: &str) -> i64 {
-        if matches!(self, PodSelector::Labels(s) if s.is_empty()) {
-            return 0;
+    fn count(&self, node: &NodeInfo, ns: &str) -> i64 {
+        match self {
+            PodSelector::Nothing => 0,
+            PodSelector::Labels(s) if s.is_empty() => 0,
+            // A controller reference names an owner of the pod's own
+            // namespace, so the uid alone picks the incoming pod's peers.
+            PodSelector::Owner(uid) => i64::from(node.controlled_by(uid)),
+            PodSelector::Labels(_) => node
+                .pods
+                .iter()
+                .filter(|p| !p.deleting && p.key.namespace == ns && self.matches(p))
+                .count() as i64,
         }
-        pods.iter()
-            .filter(|p| p.key.namespace == ns && !is_deleting(&p.pod) && self.matches(p))
-            .count() as i64
     }
-}
-
-fn is_deleting(pod: &Value) -> bool {
-    pod.get("metadata")
-        .and_then(|m| m.get("deletionTimestamp"))
-        .is_some_and(|v| !v.is_null())
-}
-
-fn controller_uid(pod: &Value) -> Option<&str> {
-    pod.get("metadata")?
-        .get("ownerReferences")?
-        .as_array()?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?
-        .get("uid")?
-        .as_str()
 }
 
 #[derive(Debug)]
@@ -230,7 +220,7 @@ impl PodTopologySpread {
             }
             return Ok(out);
         }
-        let Some(uid) = controller_uid(&pod.pod) else {
+        let Some(uid) = &pod.controller else {
             return Ok(Vec::new());
         };
         Ok(self
@@ -533,7 +523,7 @@ impl Plugin for PodTopologySpread {
                     continue;
                 }
                 let value = node.labels[&c.topology_key].clone();
-                *counts[i].entry(value).or_default() += c.selector.count(&node.pods, ns);
+                *counts[i].entry(value).or_default() += c.selector.count(node, ns);
             }
         }
         state.write(
@@ -600,9 +590,12 @@ impl Plugin for PodTopologySpread {
                 let value = node
                     .labels
                     .get(&c.topology_key)
-                    .cloned()
-                    .unwrap_or_default();
-                counts[i].entry(value).or_insert(0);
+                    .map(String::as_str)
+                    .unwrap_or("");
+                // Most nodes share a domain already seen: no key to copy.
+                if !counts[i].contains_key(value) {
+                    counts[i].insert(value.to_string(), 0);
+                }
             }
         }
         let weights = constraints
@@ -626,7 +619,8 @@ impl Plugin for PodTopologySpread {
                 continue;
             }
             for (i, c) in constraints.iter().enumerate() {
-                if !c.includes(pod, node, &affinity) {
+                // Hostname domains are counted in Score, node by node.
+                if c.topology_key == HOSTNAME || !c.includes(pod, node, &affinity) {
                     continue;
                 }
                 let value = node
@@ -635,7 +629,7 @@ impl Plugin for PodTopologySpread {
                     .map(String::as_str)
                     .unwrap_or("");
                 if let Some(n) = counts[i].get_mut(value) {
-                    *n += c.selector.count(&node.pods, ns);
+                    *n += c.selector.count(node, ns);
                 }
             }
         }
@@ -669,7 +663,7 @@ impl Plugin for PodTopologySpread {
                 continue;
             };
             let count = if c.topology_key == HOSTNAME {
-                c.selector.count(&node.pods, &s.namespace)
+                c.selector.count(node, &s.namespace)
             } else {
                 s.counts[i].get(value).copied().unwrap_or(0)
             };

@@ -10,6 +10,7 @@ use kubesim_scheduler::framework::{
     AffinityFlags, Code, CycleState, Filters, NodeInfo, Plugin, PodInfo, PodVolumes, Resources,
     Snapshot, Status,
 };
+use kubesim_scheduler::info::controller_uid;
 use serde_json::{json, Value};
 
 pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -60,6 +61,8 @@ pub fn pod_with(
     };
     PodInfo {
         affinity: AffinityFlags::of(&obj),
+        controller: controller_uid(&obj).map(str::to_string),
+        deleting: obj.pointer("/metadata/deletionTimestamp").is_some(),
         volumes: PodVolumes::of(&obj).map(Arc::new),
         pod: Arc::new(obj),
         key: ObjectKey::new(ns, name),
@@ -117,6 +120,7 @@ pub fn node_exact(
         pods_with_volumes: 0,
         used_ports: BTreeSet::new(),
         images: BTreeMap::new(),
+        controlled: Vec::new(),
     };
     info.recount();
     Arc::new(info)
