@@ -21,6 +21,7 @@ pub mod node_fit;
 pub mod nodelifecycle;
 pub mod ownership;
 pub mod pdb;
+pub mod pod_facts;
 pub mod pods;
 pub mod replica_kind;
 pub mod replicaset;

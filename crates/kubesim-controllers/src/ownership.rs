@@ -94,7 +94,7 @@ async fn adopt(
 }
 
 /// Removes the owner's reference from `obj`.
-async fn release(
+pub(crate) async fn release(
     api: &dyn Api,
     r: &ResourceRef,
     obj: &Value,

@@ -4,6 +4,8 @@
 use kubesim_core::meta;
 use serde_json::{json, Map, Value};
 
+use crate::pod_facts::PodFacts;
+
 /// The ownerReference a controller puts on what it creates.
 pub fn controller_ref(owner: &Value) -> Value {
     json!({
@@ -91,20 +93,7 @@ pub fn is_ready(pod: &Value) -> bool {
 
 /// Ready for at least `min_ready_seconds` at `now`.
 pub fn is_available(pod: &Value, min_ready_seconds: i64, now: jiff::Timestamp) -> bool {
-    if !is_ready(pod) {
-        return false;
-    }
-    if min_ready_seconds <= 0 {
-        return true;
-    }
-    let since = condition(pod, "Ready")
-        .and_then(|c| c.get("lastTransitionTime"))
-        .and_then(Value::as_str)
-        .and_then(meta::parse_time);
-    match since {
-        Some(t) => t + jiff::SignedDuration::from_secs(min_ready_seconds) <= now,
-        None => false,
-    }
+    PodFacts::of(pod).available(min_ready_seconds, now)
 }
 
 pub fn is_running_and_ready(pod: &Value) -> bool {
@@ -128,15 +117,7 @@ pub fn until_available(
     min_ready_seconds: i64,
     now: jiff::Timestamp,
 ) -> Option<std::time::Duration> {
-    if min_ready_seconds <= 0 {
-        return None;
-    }
-    let since = ready_since(pod)?;
-    let at = since + jiff::SignedDuration::from_secs(min_ready_seconds);
-    if at <= now {
-        return None;
-    }
-    std::time::Duration::try_from(at.duration_since(now)).ok()
+    PodFacts::of(pod).until_available(min_ready_seconds, now)
 }
 
 fn restarts(pod: &Value) -> i64 {

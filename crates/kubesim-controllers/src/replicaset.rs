@@ -6,15 +6,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kubesim_core::selector::LabelSelector;
 use kubesim_core::{meta, ApiError};
 use kubesim_runtime::{
-    run_workers, Api, Change, DeleteOptions, EventType, Informer, ObjectKey, Requeue, ResourceRef,
-    WorkQueue, WriteOptions,
+    run_workers, Api, Change, DeleteOptions, EventType, Informer, Lazy, ObjectKey, Requeue,
+    ResourceRef, WorkQueue, WriteOptions,
 };
 use serde_json::{json, Value};
 
 use crate::expectations::Expectations;
-use crate::ownership::{claim, controller_key, matching_owners, matching_owners_in, selector_in};
+use crate::ownership::{
+    claim, controller_key, matching_owners, matching_owners_in, release, selector_in,
+};
+use crate::pod_facts::{FactsMemo, PodFacts};
 use crate::pods;
 use crate::replica_kind::{ReplicaKind, REPLICA_SET};
 use crate::Context;
@@ -32,6 +36,12 @@ pub fn pods_ref() -> ResourceRef {
     ResourceRef::core("pods")
 }
 
+/// A pod a replica controller owns: as cached, and what it reads of it.
+struct Owned {
+    pod: Lazy,
+    facts: Arc<PodFacts>,
+}
+
 pub struct ReplicaController {
     kind: &'static ReplicaKind,
     ctx: Arc<Context>,
@@ -39,6 +49,7 @@ pub struct ReplicaController {
     pods: Arc<Informer>,
     queue: Arc<WorkQueue<ObjectKey>>,
     exp: Arc<Expectations>,
+    facts: Arc<FactsMemo>,
 }
 
 impl ReplicaController {
@@ -49,6 +60,7 @@ impl ReplicaController {
             pods: ctx.informers.get(&pods_ref()),
             queue: WorkQueue::new(ctx.clock.clone()),
             exp: Arc::new(Expectations::new(ctx.clock.clone())),
+            facts: Arc::default(),
             ctx,
         })
     }
@@ -58,8 +70,11 @@ impl ReplicaController {
         self.owners
             .on_change(move |c| q.add(ObjectKey::of(c.object())));
         let (q, exp, owners) = (self.queue.clone(), self.exp.clone(), self.owners.cache());
-        let kind = self.kind;
+        let (kind, facts) = (self.kind, self.facts.clone());
         self.pods.on_change(move |c| {
+            if let Change::Deleted(p) = c {
+                facts.forget(p);
+            }
             on_pod_change_with(c, kind.kind, &owners, &q, &exp, &|p| {
                 matching_owners_in(p, &owners, kind.selector)
             });
@@ -88,22 +103,7 @@ impl ReplicaController {
             return Ok(None);
         };
         let trusted = self.exp.satisfied(&key);
-        let active: Vec<Arc<Value>> = self
-            .pods
-            .cache()
-            .list_namespace(&key.namespace)
-            .into_iter()
-            .filter(|p| pods::is_active(p))
-            .collect();
-        let owned = claim(
-            &*self.ctx.api,
-            &pods_ref(),
-            &owner,
-            &selector,
-            active,
-            &|_| true,
-        )
-        .await?;
+        let owned = self.claim(&key, &owner, &selector).await?;
         let mut failure = None;
         if trusted && !meta::is_deleting(&owner) {
             if let Err(e) = self.manage(&key, &owner, &owned).await {
@@ -122,9 +122,57 @@ impl ReplicaController {
         }
         Ok(owned
             .iter()
-            .filter_map(|p| pods::until_available(p, min_ready, now))
+            .filter_map(|p| p.facts.until_available(min_ready, now))
             .min()
             .map(|d| d + Duration::from_millis(1)))
+    }
+
+    /// The active pods `owner` controls, as [`claim`] decides: its own pods
+    /// that still match, after releasing those that do not, plus the
+    /// matching orphans it adopts. Its own pods are read from the cache
+    /// unparsed and their facts kept by resourceVersion, so a sync parses
+    /// only what changed since the last one.
+    async fn claim(
+        &self,
+        key: &ObjectKey,
+        owner: &Value,
+        selector: &LabelSelector,
+    ) -> Result<Vec<Owned>, ApiError> {
+        let cache = self.pods.cache();
+        let uid = meta::uid(owner);
+        let mut owned = Vec::new();
+        for (pod_key, pod) in cache.controlled_by_lazy(uid) {
+            let facts = self.facts.get(&pod_key, &pod);
+            if !facts.active {
+                continue;
+            }
+            if selector.is_empty() || !pod.labels_match(selector) {
+                release(&*self.ctx.api, &pods_ref(), &pod, uid).await?;
+                continue;
+            }
+            owned.push(Owned { pod, facts });
+        }
+        let orphans: Vec<Arc<Value>> = cache
+            .orphans(&key.namespace, selector)
+            .into_iter()
+            .filter(|p| pods::is_active(p))
+            .collect();
+        if !orphans.is_empty() {
+            let adopted = claim(
+                &*self.ctx.api,
+                &pods_ref(),
+                owner,
+                selector,
+                orphans,
+                &|_| true,
+            )
+            .await?;
+            owned.extend(adopted.into_iter().map(|p| Owned {
+                facts: Arc::new(PodFacts::of(&p)),
+                pod: Lazy::parsed(p),
+            }));
+        }
+        Ok(owned)
     }
 
     /// Creates or deletes pods to reach `spec.replicas`.
@@ -132,7 +180,7 @@ impl ReplicaController {
         &self,
         key: &ObjectKey,
         owner: &Value,
-        owned: &[Arc<Value>],
+        owned: &[Owned],
     ) -> Result<(), ApiError> {
         let want = owner
             .pointer("/spec/replicas")
@@ -169,7 +217,8 @@ impl ReplicaController {
                 format!("Created {n} pod(s)"),
             );
         } else if have > want {
-            let mut ranked: Vec<&Arc<Value>> = owned.iter().collect();
+            // Only a scale-down reads whole pods.
+            let mut ranked: Vec<&Arc<Value>> = owned.iter().map(|p| p.pod.object()).collect();
             ranked.sort_by(|a, b| pods::deletion_order(a, b));
             let victims: Vec<&Arc<Value>> =
                 ranked.into_iter().take((have - want).min(BURST)).collect();
@@ -339,7 +388,7 @@ pub(crate) async fn delete_pod(api: &dyn Api, pod: &Value) -> Result<(), ApiErro
 
 fn replica_status(
     owner: &Value,
-    owned: &[Arc<Value>],
+    owned: &[Owned],
     min_ready: i64,
     now: jiff::Timestamp,
     failure: Option<&ApiError>,
@@ -352,14 +401,15 @@ fn replica_status(
     let fully = owned
         .iter()
         .filter(|p| {
-            let l = meta::labels(p);
-            template_labels.iter().all(|(k, v)| l.get(k) == Some(v))
+            template_labels
+                .iter()
+                .all(|(k, v)| p.pod.label(k) == Some(v.as_str()))
         })
         .count();
-    let ready = owned.iter().filter(|p| pods::is_ready(p)).count();
+    let ready = owned.iter().filter(|p| p.facts.ready).count();
     let available = owned
         .iter()
-        .filter(|p| pods::is_available(p, min_ready, now))
+        .filter(|p| p.facts.available(min_ready, now))
         .count();
     let mut status = json!({
         "replicas": owned.len(),

@@ -111,24 +111,33 @@ impl Entry {
     }
 }
 
-/// An object's state before a change, as the cache held it: the few
-/// indexed fields are at hand, the whole object is parsed only when first
-/// read (through `Deref`). Most handlers only compare labels, owners or
-/// nodes, and parsing every replaced object cost more than they did.
+/// A cached object whose few indexed fields are at hand and which is
+/// parsed only when first read (through `Deref`): an object's state before
+/// a change, or one of a listing whose readers mostly need only labels,
+/// owners or resourceVersions. Most handlers only compare labels, owners
+/// or nodes, and parsing every replaced object cost more than they did.
 #[derive(Clone)]
-pub struct Prior {
+pub struct Lazy {
     entry: Entry,
     shape: Option<Transform>,
     parsed: OnceLock<Arc<Value>>,
 }
 
-impl Prior {
+impl Lazy {
     fn new(entry: Entry, shape: Option<Transform>) -> Self {
-        Prior {
+        Lazy {
             entry,
             shape,
             parsed: OnceLock::new(),
         }
+    }
+
+    /// An object already parsed (one a controller just wrote, say), for
+    /// readers that take cached objects.
+    pub fn parsed(obj: Arc<Value>) -> Self {
+        let lazy = Lazy::new(Entry::of(&obj, None), None);
+        let _ = lazy.parsed.set(obj);
+        lazy
     }
 
     /// The whole object, parsed once.
@@ -154,6 +163,11 @@ impl Prior {
         label_of(&self.entry.packed, key)
     }
 
+    /// Whether `selector` matches the labels.
+    pub fn labels_match(&self, selector: &LabelSelector) -> bool {
+        self.entry.labels_match(selector)
+    }
+
     /// The labels, as `meta::labels` gives them.
     pub fn labels(&self) -> BTreeMap<String, String> {
         let mut it = self.entry.packed.iter().skip(FIXED);
@@ -165,7 +179,7 @@ impl Prior {
     }
 }
 
-impl std::ops::Deref for Prior {
+impl std::ops::Deref for Lazy {
     type Target = Value;
 
     fn deref(&self) -> &Value {
@@ -173,9 +187,9 @@ impl std::ops::Deref for Prior {
     }
 }
 
-impl std::fmt::Debug for Prior {
+impl std::fmt::Debug for Lazy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prior")
+        f.debug_struct("Lazy")
             .field("resource_version", &self.resource_version())
             .finish_non_exhaustive()
     }
@@ -339,6 +353,35 @@ impl Cache {
         }
     }
 
+    /// [`controlled_by`](Self::controlled_by), unparsed: a controller
+    /// that keeps what it derives from each object by resourceVersion
+    /// parses only the objects that changed.
+    pub fn controlled_by_lazy(&self, uid: &str) -> Vec<(ObjectKey, Lazy)> {
+        let inner = self.inner.read();
+        let Some(keys) = inner.by_controller.get(uid) else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter_map(|k| {
+                let e = inner.objects.get(k)?;
+                Some((k.clone(), Lazy::new(e.clone(), self.shape)))
+            })
+            .collect()
+    }
+
+    /// The objects of `namespace` with no controlling owner whose labels
+    /// `selector` matches, in key order: those a controller may adopt.
+    pub fn orphans(&self, namespace: &str, selector: &LabelSelector) -> Vec<Arc<Value>> {
+        let inner = self.inner.read();
+        inner
+            .objects
+            .range(ObjectKey::new(namespace, "")..)
+            .take_while(|(k, _)| k.namespace == namespace)
+            .filter(|(_, e)| e.controller().is_none() && e.labels_match(selector))
+            .map(|(_, e)| e.parse(self.shape))
+            .collect()
+    }
+
     /// The pods bound to `node`, in key order.
     pub fn on_node(&self, node: &str) -> Vec<Arc<Value>> {
         let inner = self.inner.read();
@@ -401,7 +444,7 @@ impl Cache {
         let new = Arc::new(obj);
         match self.inner.write().insert(key, entry) {
             Some(old) => Change::Modified {
-                old: Prior::new(old, self.shape),
+                old: Lazy::new(old, self.shape),
                 new,
             },
             None => Change::Added(new),
@@ -439,7 +482,7 @@ impl Cache {
                 Some(prev) if e.resource_version() != prev.resource_version() => {
                     modified.insert(
                         k.clone(),
-                        (Prior::new(prev.clone(), self.shape), Arc::new(new)),
+                        (Lazy::new(prev.clone(), self.shape), Arc::new(new)),
                     );
                 }
                 Some(_) => {}

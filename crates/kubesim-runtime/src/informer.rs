@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 pub use crate::cache::Cache;
-use crate::cache::Prior;
+use crate::cache::Lazy;
 use crate::{Api, Clock, ListOptions, ResourceRef, WatchEvent};
 
 /// `namespace/name` (namespace empty for cluster-scoped objects), ordered so
@@ -56,7 +56,7 @@ impl std::fmt::Display for ObjectKey {
 #[derive(Debug, Clone)]
 pub enum Change {
     Added(Arc<Value>),
-    Modified { old: Prior, new: Arc<Value> },
+    Modified { old: Lazy, new: Arc<Value> },
     Deleted(Arc<Value>),
 }
 

@@ -16,7 +16,7 @@ pub mod workqueue;
 pub use api::{
     Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
 };
-pub use cache::Prior;
+pub use cache::Lazy;
 pub use clock::{Clock, Lockstep};
 pub use events::{EventRecorder, EventStyle, EventType};
 pub use informer::{
