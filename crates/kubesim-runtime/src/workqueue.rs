@@ -145,6 +145,20 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
         }
     }
 
+    /// [`done`](Self::done), but a key added again while it was being
+    /// worked on is handed out only after `cooldown`; adds meanwhile are
+    /// folded into that one pass.
+    pub fn done_after(self: &Arc<Self>, key: &K, cooldown: Duration) {
+        if cooldown.is_zero() || !self.state.lock().dirty.contains(key) {
+            return self.done(key);
+        }
+        let (q, key) = (self.clone(), key.clone());
+        tokio::spawn(async move {
+            q.clock.sleep(cooldown).await;
+            q.done(&key);
+        });
+    }
+
     /// Keys waiting (not those being worked on).
     pub fn len(&self) -> usize {
         self.state.lock().queue.len()
@@ -166,6 +180,11 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
     }
 }
 
+/// How many times as long as its last pass a busy key waits before the next.
+const COOLDOWN: u32 = 3;
+/// The longest such wait, so that status stays fresh.
+const MAX_COOLDOWN: Duration = Duration::from_secs(1);
+
 /// What a reconcile asks of the queue besides forgetting its failures.
 pub type Requeue = Option<Duration>;
 
@@ -186,6 +205,7 @@ pub async fn run_workers<K, F, Fut>(
 {
     let worker = |_| async {
         while let Some(key) = queue.next().await {
+            let started = queue.clock.instant();
             match reconcile(key.clone()).await {
                 Ok(requeue) => {
                     queue.forget(&key);
@@ -202,7 +222,14 @@ pub async fn run_workers<K, F, Fut>(
                     queue.forget(&key);
                 }
             }
-            queue.done(&key);
+            // A key whose pass is slow (a ReplicaSet of thousands of pods)
+            // and which changes all the time would otherwise be reconciled
+            // back to back, taking a whole core: waiting COOLDOWN times as
+            // long as the pass took before the next bounds it to a fraction
+            // of one. In simulated time passes take no time, so nothing
+            // waits.
+            let took = queue.clock.instant() - started;
+            queue.done_after(&key, took.saturating_mul(COOLDOWN).min(MAX_COOLDOWN));
         }
     };
     futures::future::join_all((0..workers.max(1)).map(worker)).await;
@@ -245,6 +272,28 @@ mod tests {
         q.done(&k);
         assert_eq!(q.len(), 1);
         assert_eq!(q.next().await, Some("a"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_busy_key_cools_down_before_its_next_pass() {
+        let c = clock();
+        let q = WorkQueue::new(c.clone());
+        q.add("a");
+        let k = q.next().await.unwrap();
+        q.add("a");
+        q.add("a");
+        let t = c.instant();
+        q.done_after(&k, Duration::from_millis(30));
+        // Held back, and the two adds make one pass.
+        assert!(q.is_empty());
+        assert_eq!(q.next().await, Some("a"));
+        assert_eq!(c.instant() - t, Duration::from_millis(30));
+        assert!(q.is_empty());
+        // A key not added meanwhile is simply done: the next add is served
+        // at once.
+        q.done_after(&"a", Duration::from_millis(30));
+        q.add("a");
+        assert_eq!(q.len(), 1);
     }
 
     #[tokio::test(start_paused = true)]
