@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kubesim_core::selector::{LabelOp, LabelRequirement, LabelSelector};
 use kubesim_core::{meta, ApiError};
 use kubesim_runtime::{
     run_workers, Change, DeleteOptions, EventType, ObjectKey, Requeue, ResourceRef, WorkQueue,
@@ -27,7 +28,7 @@ use serde_json::{json, Value};
 use crate::{conditions, drop_finalizer, edit, pods, Context};
 use expectations::Expectations;
 use failure_policy::Verdict;
-use template::{format_indexes, job_pod, parse_indexes, pod_index};
+use template::{format_indexes, job_pod, parse_indexes, pod_index, JOB_NAME_LABEL};
 
 pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 
@@ -139,13 +140,9 @@ impl JobController {
 
     async fn reconcile(&self, key: ObjectKey) -> Result<Requeue, ApiError> {
         let jobs = self.ctx.informers.get(&jobs_ref()).cache();
-        let all_pods = self
-            .ctx
-            .informers
-            .get(&pods_ref())
-            .cache()
-            .list_namespace(&key.namespace);
-        let Some(job) = jobs.get(&key.namespace, &key.name) else {
+        let job = jobs.get(&key.namespace, &key.name);
+        let all_pods = self.candidate_pods(&key, job.as_deref().map(meta::uid));
+        let Some(job) = job else {
             self.expect.forget(&key);
             return self.release_orphans(&key, &all_pods, None).await;
         };
@@ -165,6 +162,32 @@ impl JobController {
 
     /// Removes the tracking finalizer from pods whose Job (`key`, with a
     /// uid other than `current`) is gone: nothing will count them now.
+    /// The pods that may concern the Job at `key` (whose uid is `uid`, if
+    /// it exists): those it controls, and those labelled with its name,
+    /// such as the pods of an earlier Job of that name that still hold the
+    /// tracking finalizer. Only they are parsed, not the whole namespace:
+    /// with many Jobs in one namespace that made every sync cost as much
+    /// as all their pods.
+    fn candidate_pods(&self, key: &ObjectKey, uid: Option<&str>) -> Vec<Arc<Value>> {
+        let cache = self.ctx.informers.get(&pods_ref()).cache();
+        let named = LabelRequirement::new(JOB_NAME_LABEL, LabelOp::Equals, vec![key.name.clone()])
+            .map(|r| LabelSelector::from_requirements(vec![r]));
+        let mut by_key: BTreeMap<ObjectKey, Arc<Value>> = match named {
+            Ok(selector) => cache
+                .select(Some(&key.namespace), &selector)
+                .into_iter()
+                .map(|p| (ObjectKey::of(&p), p))
+                .collect(),
+            Err(_) => BTreeMap::new(),
+        };
+        for (k, pod) in uid.map(|u| cache.controlled_by_lazy(u)).unwrap_or_default() {
+            if k.namespace == key.namespace && !by_key.contains_key(&k) {
+                by_key.insert(k, pod.object().clone());
+            }
+        }
+        by_key.into_values().collect()
+    }
+
     async fn release_orphans(
         &self,
         key: &ObjectKey,

@@ -6,6 +6,9 @@ use kubesim_core::meta;
 use serde_json::{json, Value};
 
 use super::TRACKING_FINALIZER;
+
+/// The label naming a Job pod's Job (the older `job-name` is set too).
+pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 use crate::pods::from_template;
 
 pub const INDEX_KEY: &str = "batch.kubernetes.io/job-completion-index";
@@ -30,7 +33,7 @@ pub fn job_pod(job: &Value, index: Option<u32>) -> Value {
         for k in ["batch.kubernetes.io/controller-uid", "controller-uid"] {
             labels.insert(k.into(), json!(uid));
         }
-        for k in ["batch.kubernetes.io/job-name", "job-name"] {
+        for k in [JOB_NAME_LABEL, "job-name"] {
             labels.insert(k.into(), json!(name));
         }
         if let Some(i) = index {
