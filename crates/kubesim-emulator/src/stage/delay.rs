@@ -8,15 +8,16 @@ use kubesim_core::meta;
 use kubesim_runtime::Rng;
 use serde_json::Value;
 
-use super::jq::{Input, Jq};
+use super::expr::Expression;
+use super::jq::Input;
 use super::spec::Delay;
 use crate::duration::parse_go_duration;
 
 /// A `*From` program's result in milliseconds: an RFC 3339 time counts
 /// from `now` (negative when past), a string a Go duration. None when it
 /// yields nothing usable.
-fn eval_ms(jq: &Jq, input: &Input, now: Timestamp) -> Option<i64> {
-    match jq.first(input)? {
+fn eval_ms(e: &Expression, input: &Input, now: Timestamp) -> Option<i64> {
+    match e.first(input)? {
         Value::String(s) if s.is_empty() => None,
         Value::String(s) => {
             if let Some(t) = meta::parse_time(&s) {

@@ -38,6 +38,11 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// The object itself.
+    pub fn object(&self) -> &'a Value {
+        self.obj
+    }
+
     fn val(&self) -> &Val {
         self.val
             .get_or_init(|| Val::deserialize(self.obj).unwrap_or_default())

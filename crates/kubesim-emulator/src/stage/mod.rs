@@ -4,6 +4,7 @@
 mod delay;
 pub mod engine;
 pub mod explain;
+pub mod expr;
 pub mod funcs;
 pub mod ippool;
 pub mod jq;

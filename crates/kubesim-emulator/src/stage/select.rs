@@ -5,6 +5,7 @@ use kubesim_core::meta;
 use kubesim_runtime::Rng;
 use serde_json::Value;
 
+use super::expr::cel_holds;
 use super::jq::Input;
 use super::spec::{Operator, Requirement, Selector, Stage};
 
@@ -34,14 +35,23 @@ fn as_text(v: &Value) -> Option<String> {
 }
 
 impl Requirement {
-    /// The program's results behave as a set: In holds when any result is
+    /// A jq program's results behave as a set: In holds when any result is
     /// one of the values, Exists when any result is not null. A runtime
-    /// error yields no results, so NotIn and DoesNotExist then hold.
+    /// error yields no results, so NotIn and DoesNotExist then hold. A CEL
+    /// expression must give true.
     pub fn matches(&self, input: &Input) -> bool {
-        let results: Vec<String> = self.key.run(input).iter().filter_map(as_text).collect();
-        match self.operator {
-            Operator::In => results.iter().any(|r| self.values.contains(r)),
-            Operator::NotIn => !results.iter().any(|r| self.values.contains(r)),
+        let (key, operator, values) = match self {
+            Requirement::Cel(e) => return cel_holds(e, input),
+            Requirement::Jq {
+                key,
+                operator,
+                values,
+            } => (key, operator, values),
+        };
+        let results: Vec<String> = key.run(input).iter().filter_map(as_text).collect();
+        match operator {
+            Operator::In => results.iter().any(|r| values.contains(r)),
+            Operator::NotIn => !results.iter().any(|r| values.contains(r)),
             Operator::Exists => !results.is_empty(),
             Operator::DoesNotExist => results.is_empty(),
         }

@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::expr::Expression;
 use super::jq::Jq;
 use crate::gotpl::Template;
+use crate::usage::cel::Expr;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -183,7 +185,7 @@ pub struct Stage {
     pub kind: String,
     pub selector: Selector,
     pub weight: i64,
-    pub weight_from: Option<Jq>,
+    pub weight_from: Option<Expression>,
     pub delay: Delay,
     pub steps: Vec<Step>,
     pub immediate_next_stage: bool,
@@ -205,18 +207,23 @@ pub enum Operator {
 }
 
 #[derive(Debug)]
-pub struct Requirement {
-    pub key: Jq,
-    pub operator: Operator,
-    pub values: Vec<String>,
+pub enum Requirement {
+    /// A jq program whose results are compared with `values`.
+    Jq {
+        key: Jq,
+        operator: Operator,
+        values: Vec<String>,
+    },
+    /// A CEL expression over `self` that must be true.
+    Cel(Expr),
 }
 
 #[derive(Debug, Default)]
 pub struct Delay {
     pub duration_ms: i64,
-    pub duration_from: Option<Jq>,
+    pub duration_from: Option<Expression>,
     pub jitter_ms: Option<i64>,
-    pub jitter_from: Option<Jq>,
+    pub jitter_from: Option<Expression>,
 }
 
 #[derive(Debug)]
@@ -280,7 +287,7 @@ impl Stage {
         }
         let weight_from = spec
             .weight_from
-            .map(|e| compile_from(e, "weightFrom"))
+            .map(compile_from)
             .transpose()
             .map_err(at)?
             .flatten();
@@ -361,8 +368,9 @@ fn next_to_steps(next: RawNext) -> Vec<RawStep> {
 fn compile_selector(s: RawSelector) -> Result<Selector, String> {
     let mut exprs = Vec::new();
     for r in s.match_expressions {
-        if r.cel.is_some() {
-            return Err("CEL selector expressions are not supported; use jq".into());
+        if let Some(c) = r.cel {
+            exprs.push(Requirement::Cel(Expr::compile(&c.expression)?));
+            continue;
         }
         let (key, op, values) = match r.jq {
             Some(j) => (j.key, j.operator, j.values),
@@ -379,7 +387,7 @@ fn compile_selector(s: RawSelector) -> Result<Selector, String> {
             "DoesNotExist" => Operator::DoesNotExist,
             other => return Err(format!("unknown operator {other:?} for {key:?}")),
         };
-        exprs.push(Requirement {
+        exprs.push(Requirement::Jq {
             key: Jq::compile(&key)?,
             operator,
             values,
@@ -392,16 +400,14 @@ fn compile_selector(s: RawSelector) -> Result<Selector, String> {
     })
 }
 
-/// The jq program of an ExpressionFrom; CEL is refused, an empty one is
-/// None.
-fn compile_from(e: RawExpressionFrom, field: &str) -> Result<Option<Jq>, String> {
-    if e.cel.is_some() {
-        return Err(format!(
-            "{field}: CEL expressions are not supported; use jq"
-        ));
+/// The program of an ExpressionFrom (jq, CEL or the deprecated
+/// `expressionFrom` jq); an empty one is None.
+fn compile_from(e: RawExpressionFrom) -> Result<Option<Expression>, String> {
+    if let Some(c) = e.cel.filter(|c| !c.expression.trim().is_empty()) {
+        return Expr::compile(&c.expression).map(|x| Some(Expression::Cel(x)));
     }
     match e.jq.map(|j| j.expression).or(e.expression_from) {
-        Some(src) if !src.trim().is_empty() => Jq::compile(&src).map(Some),
+        Some(src) if !src.trim().is_empty() => Jq::compile(&src).map(|j| Some(Expression::Jq(j))),
         _ => Ok(None),
     }
 }
@@ -413,17 +419,16 @@ fn compile_delay(d: RawDelay) -> Result<Delay, String> {
     }
     Ok(Delay {
         duration_ms: ms,
-        duration_from: d
-            .duration_from
-            .map(|e| compile_from(e, "delay.durationFrom"))
-            .transpose()?
-            .flatten(),
+        duration_from: d.duration_from.map(compile_from).transpose()?.flatten(),
         jitter_ms: d.jitter_duration_milliseconds,
+        // kwok reads only the jq form of jitterDurationFrom; a CEL one is
+        // compiled (so a typo is still reported) and then ignored.
         jitter_from: d
             .jitter_duration_from
-            .map(|e| compile_from(e, "delay.jitterDurationFrom"))
+            .map(compile_from)
             .transpose()?
-            .flatten(),
+            .flatten()
+            .filter(|e| matches!(e, Expression::Jq(_))),
     })
 }
 
@@ -482,6 +487,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    use super::super::jq::Input;
+
     #[test]
     fn next_becomes_event_finalizers_patch_delete() {
         let s = Stage::from_object(&json!({
@@ -513,7 +520,13 @@ mod tests {
                 "delay": {"durationMilliseconds": 5, "jitterDurationFrom": {"jq": {"expression": ".j"}}}}}))
         .unwrap();
         assert_eq!(s.selector.match_expressions.len(), 2);
-        assert_eq!(s.selector.match_expressions[1].operator, Operator::In);
+        assert!(matches!(
+            s.selector.match_expressions[1],
+            Requirement::Jq {
+                operator: Operator::In,
+                ..
+            }
+        ));
         assert!(s.weight_from.is_some() && s.delay.jitter_from.is_some());
         let err = |spec: Value| {
             Stage::from_object(&json!({"metadata": {"name": "bad"}, "spec": spec})).unwrap_err()
@@ -527,8 +540,50 @@ mod tests {
         .contains("Near"));
         assert!(err(
             json!({"resourceRef": {"kind": "Pod"}, "selector": {"matchExpressions": [
-            {"cel": {"expression": "true"}}]}})
+            {"cel": {"expression": "self.status.phase =="}}]}})
         )
-        .contains("CEL"));
+        .contains("cannot parse CEL"));
+    }
+
+    #[test]
+    fn cel_selectors_and_expressions_read_the_object_as_self() {
+        let s = Stage::from_object(&json!({
+            "metadata": {"name": "s"},
+            "spec": {"resourceRef": {"kind": "PersistentVolume"},
+                "selector": {"matchExpressions": [
+                    {"cel": {"expression": "self.spec.storageClassName == 'kwok-volume'"}},
+                    {"cel": {"expression": "!has(self.metadata.deletionTimestamp)"}},
+                    {"cel": {"expression": "!(self.status.phase in ['Bound', 'Failed'])"}}]},
+                "weightFrom": {"cel": {"expression": "self.spec.capacity.size * 2"}},
+                "delay": {"durationFrom": {"cel": {"expression": "self.metadata.annotations['wait']"}},
+                    "jitterDurationFrom": {"cel": {"expression": "'9s'"}}}}}))
+        .unwrap();
+        let pv = |class: &str, phase: &str, deleting: bool| {
+            let mut md = json!({"name": "pv", "annotations": {"wait": "3s"}});
+            if deleting {
+                md["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            json!({"metadata": md, "spec": {"storageClassName": class, "capacity": {"size": 21}},
+                "status": {"phase": phase}})
+        };
+        let holds = |o: &Value| s.selector.matches(o, &Input::new(o));
+        assert!(holds(&pv("kwok-volume", "Pending", false)));
+        assert!(!holds(&pv("other", "Pending", false)));
+        assert!(!holds(&pv("kwok-volume", "Bound", false)));
+        assert!(!holds(&pv("kwok-volume", "Pending", true)));
+        // No status at all: `self.status.phase` fails, so no match (as a
+        // CEL error is in kwok).
+        let mut bare = pv("kwok-volume", "Pending", false);
+        bare.as_object_mut().unwrap().remove("status");
+        assert!(!holds(&bare));
+        let o = pv("kwok-volume", "Pending", false);
+        let input = Input::new(&o);
+        assert_eq!(
+            s.weight_from.as_ref().unwrap().first(&input),
+            Some(json!(42))
+        );
+        let now = "2026-01-01T00:00:00Z".parse().unwrap();
+        // kwok reads only a jq jitterDurationFrom, so the CEL one is not used.
+        assert_eq!(s.delay.bounds(&input, now), (3000, None));
     }
 }

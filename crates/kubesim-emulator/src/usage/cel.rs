@@ -21,7 +21,7 @@
 use std::sync::{Arc, OnceLock};
 
 use cel::common::value::CowVal;
-use cel::objects::{KeyRef, Map};
+use cel::objects::{Key, KeyRef, Map};
 use cel::{Context, Env, ExecutionError, FunctionContext, Program, Value as Cel};
 use kubesim_core::quantity::Quantity;
 use serde_json::Value;
@@ -127,7 +127,7 @@ pub fn eval(expr: &Expr, scope: Scope, host: &Arc<dyn Host>, depth: u8) -> Resul
         ("container", scope.container),
     ] {
         let v = match v {
-            Some(v) => cel::to_value(object_like_go(v)).map_err(|e| e.to_string())?,
+            Some(v) => to_cel(&object_like_go(v)),
             None => Cel::Null,
         };
         ctx.add_variable_from_value(name, v);
@@ -136,6 +136,54 @@ pub fn eval(expr: &Expr, scope: Scope, host: &Arc<dyn Host>, depth: u8) -> Resul
     expr.program
         .execute(&ctx)
         .map_err(|e| format!("CEL {:?} failed: {e}", expr.source.trim()))
+}
+
+/// Evaluates `expr` with the variable `self` bound to `obj`, as kwok's
+/// Stage selectors and `*From` expressions do (standard library only).
+pub fn eval_self(expr: &Expr, obj: &Value) -> Result<Cel, String> {
+    let mut ctx = Context::with_env(env());
+    ctx.add_variable_from_value("self", to_cel(&object_like_go(obj)));
+    expr.program
+        .execute(&ctx)
+        .map_err(|e| format!("CEL {:?} failed: {e}", expr.source.trim()))
+}
+
+/// JSON as CEL sees a Kubernetes object: integers are `int` (as the Go
+/// types' int32/int64 fields are), not the `uint` a generic conversion of
+/// a non-negative JSON number gives, which CEL would not compare or add
+/// to an `int` literal.
+fn to_cel(v: &Value) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Cel::Int(i),
+            (None, Some(u)) => Cel::UInt(u),
+            _ => Cel::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(s) => Cel::String(Arc::new(s.clone())),
+        Value::Array(a) => Cel::List(Arc::new(a.iter().map(to_cel).collect())),
+        Value::Object(m) => Cel::Map(Map {
+            map: Arc::new(
+                m.iter()
+                    .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
+                    .collect(),
+            ),
+        }),
+    }
+}
+
+/// A scalar CEL result as JSON; None for lists, maps and other kinds.
+pub fn scalar_json(v: &Cel) -> Option<Value> {
+    Some(match v {
+        Cel::Null => Value::Null,
+        Cel::Bool(b) => Value::Bool(*b),
+        Cel::Int(i) => Value::from(*i),
+        Cel::UInt(u) => Value::from(*u),
+        Cel::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number)?,
+        Cel::String(s) => Value::String(s.to_string()),
+        _ => return None,
+    })
 }
 
 /// Evaluates `expr` to a number (a `Quantity()` is one).
