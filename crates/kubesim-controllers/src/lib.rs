@@ -27,6 +27,7 @@ pub mod replica_kind;
 pub mod replicaset;
 pub mod serviceaccount;
 pub mod statefulset;
+pub mod storage_protection;
 pub mod taint_eviction;
 
 use std::sync::Arc;
@@ -122,6 +123,7 @@ pub async fn run_with(
             }
         },
         taint_eviction::run(ctx.clone()),
+        storage_protection::run(ctx.clone()),
         jobs.run(),
         cronjobs.run(),
         hpas.run(),

@@ -157,3 +157,55 @@ spec:
     );
     assert_eq!(out.trim(), "3");
 }
+
+#[test]
+fn kwoks_volume_stages_provision_and_bind_claims() {
+    // kwok's volume Stages (CEL selectors, an `apply` step creating the
+    // PersistentVolume) and their StorageClass, applied unchanged.
+    let c = Cluster::start_with("emulator-volume", &["--nodes", "1"]);
+    c.ok(&[
+        "apply",
+        "-f",
+        &shared("kwok-stages/kustomize/stage/volume/fast/"),
+    ]);
+    c.until(&["get", "stage", "pvc-provision"], |_| true);
+    c.apply(
+        "apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  storageClassName: kwok-volume
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 5Gi}}
+",
+    );
+    let phase = c.until(
+        &["get", "pvc", "data", "-o", "jsonpath={.status.phase}"],
+        |o| o.trim() == "Bound",
+    );
+    assert_eq!(phase.trim(), "Bound");
+    let pvc = c.json(&["get", "pvc", "data"]);
+    // As the API server's in-use protection admission sets it.
+    assert_eq!(
+        pvc["metadata"]["finalizers"],
+        serde_json::json!(["kubernetes.io/pvc-protection"])
+    );
+    let volume = pvc["spec"]["volumeName"].as_str().unwrap().to_string();
+    assert_eq!(
+        volume,
+        format!("pvc-{}", pvc["metadata"]["uid"].as_str().unwrap())
+    );
+    // The provisioned volume is bound to the claim by pv-bind.
+    let pv_phase = c.until(
+        &["get", "pv", &volume, "-o", "jsonpath={.status.phase}"],
+        |o| o.trim() == "Bound",
+    );
+    assert_eq!(pv_phase.trim(), "Bound");
+    let pv = c.json(&["get", "pv", &volume]);
+    assert_eq!(pv["spec"]["claimRef"]["name"], "data");
+    assert_eq!(pv["spec"]["capacity"]["storage"], "5Gi");
+
+    // Deleting the claim releases the volume (pvc-delete, pv-delete).
+    c.ok(&["delete", "pvc", "data", "--wait=true", "--timeout=60s"]);
+    c.until(&["get", "pv", "-o", "name"], |o| !o.contains(&volume));
+}

@@ -1,5 +1,6 @@
 //! Per-kind admission that needs the server's state: pod priorities from
-//! PriorityClasses, service cluster IPs, CRD status.
+//! PriorityClasses, service cluster IPs, CRD status; and the in-use
+//! protection finalizers of claims and volumes.
 
 use kubesim_core::{meta, ApiError, ResourceInfo};
 use serde_json::{json, Value};
@@ -29,6 +30,16 @@ impl IpAllocator {
     }
 }
 
+fn add_finalizer(obj: &mut Value, finalizer: &str) {
+    let md = meta::metadata_mut(obj);
+    let fins = md.entry("finalizers").or_insert_with(|| json!([]));
+    match fins.as_array_mut() {
+        Some(a) if a.iter().any(|f| f == finalizer) => {}
+        Some(a) => a.push(json!(finalizer)),
+        None => *fins = json!([finalizer]),
+    }
+}
+
 impl Server {
     /// Admission for `obj` (create when `old` is None).
     pub(crate) fn admit(
@@ -41,6 +52,16 @@ impl Server {
             ("", "pods") if old.is_none() => self.admit_pod_priority(obj),
             ("", "services") => {
                 self.admit_service(obj, old);
+                Ok(())
+            }
+            // StorageObjectInUseProtection: claims and volumes are kept
+            // until the controllers see nothing uses them.
+            ("", "persistentvolumeclaims") if old.is_none() => {
+                add_finalizer(obj, "kubernetes.io/pvc-protection");
+                Ok(())
+            }
+            ("", "persistentvolumes") if old.is_none() => {
+                add_finalizer(obj, "kubernetes.io/pv-protection");
                 Ok(())
             }
             ("apiextensions.k8s.io", "customresourcedefinitions") => {
