@@ -29,6 +29,7 @@ pub mod serviceaccount;
 pub mod statefulset;
 pub mod storage_protection;
 pub mod taint_eviction;
+pub mod volume_release;
 
 use std::sync::Arc;
 
@@ -124,6 +125,7 @@ pub async fn run_with(
         },
         taint_eviction::run(ctx.clone()),
         storage_protection::run(ctx.clone()),
+        volume_release::run(ctx.clone()),
         jobs.run(),
         cronjobs.run(),
         hpas.run(),
