@@ -9,7 +9,6 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context};
 use bytes::Bytes;
@@ -18,9 +17,7 @@ use http_body_util::{BodyStream, Full};
 use kubesim_runtime::Clock;
 use serde_json::{json, Value};
 
-use super::bench::{
-    connect, cpu_seconds, drive, request, rss_kib, start_server, BenchArgs, MakeRequest,
-};
+use super::bench::{connect, drive, request, rss_kib, start_server, BenchArgs, MakeRequest};
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -209,17 +206,9 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     );
     let rss_running = rss_kib(pid);
     if args.hold > 0 {
-        let hold = Duration::from_secs(args.hold);
-        let (cpu0, rss0) = (cpu_seconds(&pid.to_string()), rss_kib(pid));
-        clock.sleep(hold).await;
-        let (cpu1, rss1) = (cpu_seconds(&pid.to_string()), rss_kib(pid));
-        println!(
-            "{n_nodes} nodes heartbeating, {n_pods} pods running, for {} s: CPU {:.1} % of one core, RSS {} -> {} MiB",
-            args.hold,
-            100.0 * (cpu1 - cpu0) / hold.as_secs_f64(),
-            rss0 / 1024,
-            rss1 / 1024
-        );
+        super::bench_hold::settle(&clock, port, std::time::Duration::from_secs(600)).await;
+        let label = format!("{n_nodes} nodes heartbeating, {n_pods} pods running");
+        super::bench_hold::hold(&clock, pid, port, args.hold, &label).await;
     }
 
     // Pods deleted (gracefully, as `kubectl delete` does: the emulated
