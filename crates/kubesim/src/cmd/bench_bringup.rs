@@ -1,8 +1,9 @@
 //! `kubesim bench bringup`: kwok's CI benchmark against `kubesim up`, over
 //! HTTP. Creates `--nodes` emulated nodes and waits until all are Ready,
 //! creates `--pods` pods bound to them and waits until all are Running,
-//! deletes them and waits until they are gone; then, with `--hold`, keeps
-//! the cluster idle (heartbeats only) and reports its CPU and memory.
+//! deletes them and waits until they are gone; with `--hold`, before the
+//! deletion, it keeps the cluster idle (heartbeats only) once its stored
+//! objects have settled, and samples its CPU and memory.
 //!
 //! Progress is followed with one watch per step, as kwok's CI follows
 //! `kubectl get --watch`.
