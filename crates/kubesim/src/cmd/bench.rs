@@ -48,8 +48,9 @@ pub struct BenchArgs {
     /// `load`: actions per second the runner is asked for.
     #[arg(long, default_value_t = 5_000.0)]
     pub qps: f64,
-    /// `bringup`: seconds to hold the cluster with its pods running,
-    /// measuring CPU and memory.
+    /// `bringup`: seconds to hold the cluster with its pods running, once
+    /// its stored objects have settled, sampling CPU and memory each
+    /// minute.
     #[arg(long, default_value_t = 0)]
     pub hold: u64,
     /// `api`: give the pods a scheduler name nobody serves, so that no

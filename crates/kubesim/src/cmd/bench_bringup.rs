@@ -1,15 +1,15 @@
 //! `kubesim bench bringup`: kwok's CI benchmark against `kubesim up`, over
 //! HTTP. Creates `--nodes` emulated nodes and waits until all are Ready,
 //! creates `--pods` pods bound to them and waits until all are Running,
-//! deletes them and waits until they are gone; then, with `--hold`, keeps
-//! the cluster idle (heartbeats only) and reports its CPU and memory.
+//! deletes them and waits until they are gone; with `--hold`, before the
+//! deletion, it keeps the cluster idle (heartbeats only) once its stored
+//! objects have settled, and samples its CPU and memory.
 //!
 //! Progress is followed with one watch per step, as kwok's CI follows
 //! `kubectl get --watch`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context};
 use bytes::Bytes;
@@ -18,9 +18,7 @@ use http_body_util::{BodyStream, Full};
 use kubesim_runtime::Clock;
 use serde_json::{json, Value};
 
-use super::bench::{
-    connect, cpu_seconds, drive, request, rss_kib, start_server, BenchArgs, MakeRequest,
-};
+use super::bench::{connect, drive, request, rss_kib, start_server, BenchArgs, MakeRequest};
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -209,17 +207,9 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     );
     let rss_running = rss_kib(pid);
     if args.hold > 0 {
-        let hold = Duration::from_secs(args.hold);
-        let (cpu0, rss0) = (cpu_seconds(&pid.to_string()), rss_kib(pid));
-        clock.sleep(hold).await;
-        let (cpu1, rss1) = (cpu_seconds(&pid.to_string()), rss_kib(pid));
-        println!(
-            "{n_nodes} nodes heartbeating, {n_pods} pods running, for {} s: CPU {:.1} % of one core, RSS {} -> {} MiB",
-            args.hold,
-            100.0 * (cpu1 - cpu0) / hold.as_secs_f64(),
-            rss0 / 1024,
-            rss1 / 1024
-        );
+        super::bench_hold::settle(&clock, port, std::time::Duration::from_secs(600)).await;
+        let label = format!("{n_nodes} nodes heartbeating, {n_pods} pods running");
+        super::bench_hold::hold(&clock, pid, port, args.hold, &label).await;
     }
 
     // Pods deleted (gracefully, as `kubectl delete` does: the emulated

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_bringup;
+mod bench_hold;
 pub mod bench_load;
 pub mod bench_scheduler;
 pub mod bench_simulate;
