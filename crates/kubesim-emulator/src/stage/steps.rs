@@ -231,6 +231,9 @@ pub fn render(t: &crate::gotpl::Template, obj: &Value, funcs: &dyn Funcs) -> Res
     if text.trim().is_empty() {
         return Ok(Value::Null);
     }
+    if let Some(v) = super::yaml_fast::parse(&text) {
+        return Ok(v);
+    }
     serde_saphyr::from_str(&text).map_err(|e| format!("template output is not YAML: {e}"))
 }
 
