@@ -192,14 +192,29 @@ mod tests {
 
     #[test]
     fn reads_what_status_templates_render() {
-        same(
-            "conditions:\n- type: Initialized\n  status: \"True\"\n  lastTransitionTime: \"2026-01-01T00:00:00Z\"\n\
-             - type: Ready\n  status: \"True\"\ncontainerStatuses:\n- name: \"c\"\n  image: \"busybox:1\"\n\
-               ready: true\n  started: false\n  restartCount: 0\n  state:\n    running:\n      startedAt: \"x\"\n\
-             hostIPs:\n- ip: \"10.0.0.1\"\nphase: Running\nstartTime: \"2026-01-01T00:00:00Z\"\n",
-        );
+        same(concat!(
+            "conditions:\n",
+            "- type: Initialized\n",
+            "  status: \"True\"\n",
+            "  lastTransitionTime: \"2026-01-01T00:00:00Z\"\n",
+            "- type: Ready\n",
+            "  status: \"True\"\n",
+            "containerStatuses:\n",
+            "- name: \"c\"\n",
+            "  image: \"busybox:1\"\n",
+            "  ready: true\n",
+            "  started: false\n",
+            "  restartCount: 0\n",
+            "  state:\n",
+            "    running:\n",
+            "      startedAt: \"x\"\n",
+            "hostIPs:\n",
+            "- ip: \"10.0.0.1\"\n",
+            "phase: Running\n",
+            "startTime: \"2026-01-01T00:00:00Z\"\n",
+        ));
         same("a:\n  b:\n    - 1\n    - two\n  c: 12\nd:\n");
-        same("- x\n- y: 1\n  z:\n  - w\n");
+        same("- x\n- k: 1\n  z:\n  - w\n");
         same("key.with/slash-and_dash: v\n");
     }
 
