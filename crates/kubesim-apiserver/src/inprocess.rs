@@ -9,6 +9,7 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use kubesim_core::patch::PatchType;
 use kubesim_core::{meta, ApiError, ResourceInfo};
+use kubesim_runtime::decode::Decode;
 use kubesim_runtime::{Api, DeleteOptions, ListOptions, ResourceRef, WatchEvent, WriteOptions};
 use kubesim_store::Record;
 use serde_json::{json, Value};
@@ -79,9 +80,9 @@ fn quiet(opts: &WriteOptions) -> WriteOptions {
 /// A watch frame as components see it, with the object's bytes. Frames
 /// whose object does not parse (which the server never sends) become
 /// errors rather than being dropped, so a consumer notices and relists.
-fn to_event(frame: WatchFrame) -> (WatchEvent, Option<Bytes>) {
+fn to_event(frame: WatchFrame, decode: Decode) -> (WatchEvent, Option<Bytes>) {
     match frame {
-        WatchFrame::Event { kind, object } => match serde_json::from_slice::<Value>(&object) {
+        WatchFrame::Event { kind, object } => match decode(&object) {
             Ok(obj) => {
                 let ev = match kind {
                     "ADDED" => WatchEvent::Added(obj),
@@ -300,6 +301,17 @@ impl Api for InProcess {
         ns: &str,
         opts: &ListOptions,
     ) -> Result<BoxStream<'static, (WatchEvent, Option<Bytes>)>, ApiError> {
+        self.watch_decoded(r, ns, opts, |json| serde_json::from_slice(json))
+            .await
+    }
+
+    async fn watch_decoded(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        opts: &ListOptions,
+        decode: Decode,
+    ) -> Result<BoxStream<'static, (WatchEvent, Option<Bytes>)>, ApiError> {
         let res = self.resource(r)?;
         Self::check(&res, ns, None, false)?;
         let rx = self.server.watch(WatchRequest {
@@ -307,9 +319,9 @@ impl Api for InProcess {
             namespace: ns.to_string(),
             opts: opts.clone(),
         })?;
-        let stream = futures::stream::unfold(rx, |mut rx| async move {
+        let stream = futures::stream::unfold(rx, move |mut rx| async move {
             let frame = rx.recv().await?;
-            Some((to_event(frame), rx))
+            Some((to_event(frame, decode), rx))
         });
         Ok(stream.boxed())
     }

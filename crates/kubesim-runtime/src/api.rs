@@ -158,4 +158,19 @@ pub trait Api: Send + Sync {
         use futures::StreamExt;
         Ok(self.watch(r, ns, opts).await?.map(|e| (e, None)).boxed())
     }
+    /// [`watch_with_bytes`](Self::watch_with_bytes) for a consumer that
+    /// keeps only part of each object: a transport that has the serialized
+    /// objects at hand decodes them with `decode`, skipping what the
+    /// consumer would drop; others may decode them in full, so the consumer
+    /// must still reduce what it gets.
+    async fn watch_decoded(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        opts: &ListOptions,
+        decode: crate::decode::Decode,
+    ) -> Result<BoxStream<'static, (WatchEvent, Option<Bytes>)>, ApiError> {
+        let _ = decode;
+        self.watch_with_bytes(r, ns, opts).await
+    }
 }

@@ -21,6 +21,7 @@ use kubesim_store::Attrs;
 use parking_lot::RwLock;
 use serde_json::Value;
 
+use crate::decode::{self, Decode};
 use crate::informer::{Change, ObjectKey, Transform};
 
 /// Number of fixed strings at the front of [`Entry::packed`].
@@ -97,12 +98,11 @@ impl Entry {
         Some(self.fixed(2)).filter(|n| !n.is_empty())
     }
 
-    fn parse(&self, shape: Option<Transform>) -> Arc<Value> {
+    fn parse(&self, shape: Option<(Transform, Decode)>) -> Arc<Value> {
         // The bytes were serialized from a Value, so they parse back.
-        let obj = strip(serde_json::from_slice(&self.json).unwrap_or(Value::Null));
         Arc::new(match shape {
-            Some(t) => t(obj),
-            None => obj,
+            Some((t, decode)) => t(decode(&self.json).unwrap_or(Value::Null)),
+            None => decode::without_managed_fields(&self.json).unwrap_or(Value::Null),
         })
     }
 
@@ -119,12 +119,12 @@ impl Entry {
 #[derive(Clone)]
 pub struct Lazy {
     entry: Entry,
-    shape: Option<Transform>,
+    shape: Option<(Transform, Decode)>,
     parsed: OnceLock<Arc<Value>>,
 }
 
 impl Lazy {
-    fn new(entry: Entry, shape: Option<Transform>) -> Self {
+    fn new(entry: Entry, shape: Option<(Transform, Decode)>) -> Self {
         Lazy {
             entry,
             shape,
@@ -241,7 +241,7 @@ impl Inner {
     fn parse_keys<'a>(
         &self,
         keys: impl Iterator<Item = &'a ObjectKey>,
-        shape: Option<Transform>,
+        shape: Option<(Transform, Decode)>,
     ) -> Vec<Arc<Value>> {
         keys.filter_map(|k| self.objects.get(k))
             .map(|e| e.parse(shape))
@@ -253,8 +253,9 @@ impl Inner {
 #[derive(Default)]
 pub struct Cache {
     inner: RwLock<Inner>,
-    /// Applied to every object read, when the cache keeps a shape of them.
-    shape: Option<Transform>,
+    /// Applied to every object read, when the cache keeps a shape of them,
+    /// with the decoder that skips what the shape drops.
+    shape: Option<(Transform, Decode)>,
 }
 
 fn strip(mut obj: Value) -> Value {
@@ -266,11 +267,12 @@ fn strip(mut obj: Value) -> Value {
 
 impl Cache {
     /// A cache whose objects are read through `shape`, as its informer
-    /// shapes the objects it reports.
-    pub(crate) fn shaped(shape: Transform) -> Self {
+    /// shapes the objects it reports; `decode` reads the serialized objects
+    /// and may skip what `shape` drops.
+    pub(crate) fn shaped(shape: Transform, decode: Decode) -> Self {
         Cache {
             inner: RwLock::default(),
-            shape: Some(shape),
+            shape: Some((shape, decode)),
         }
     }
 

@@ -20,6 +20,7 @@ use tokio::sync::watch;
 
 pub use crate::cache::Cache;
 use crate::cache::Lazy;
+use crate::decode::{self, Decode};
 use crate::{Api, Clock, ListOptions, ResourceRef, WatchEvent};
 
 /// `namespace/name` (namespace empty for cluster-scoped objects), ordered so
@@ -87,6 +88,9 @@ pub struct Informer {
     /// Applied to every object before it is cached (e.g. keep only
     /// metadata, for a consumer that needs nothing else).
     transform: Option<Transform>,
+    /// Decodes what the transport hands over in serialized form, skipping
+    /// what the cache would drop.
+    decode: Decode,
     cache: Arc<Cache>,
     handlers: Mutex<Vec<Handler>>,
     synced: watch::Sender<bool>,
@@ -164,6 +168,7 @@ impl Informer {
             field_selector,
             clock,
             transform: None,
+            decode: decode::without_managed_fields,
             cache: Arc::default(),
             handlers: Mutex::new(Vec::new()),
             synced: watch::channel(false).0,
@@ -172,8 +177,10 @@ impl Informer {
 
     fn with_transform(mut self: Arc<Self>, t: Transform) -> Arc<Self> {
         if let Some(i) = Arc::get_mut(&mut self) {
+            // Both shapes keep metadata at most.
             i.transform = Some(t);
-            i.cache = Arc::new(Cache::shaped(t));
+            i.decode = decode::metadata_only;
+            i.cache = Arc::new(Cache::shaped(t, decode::metadata_only));
         }
         self
     }
@@ -314,7 +321,7 @@ impl Informer {
                 opts.allow_bookmarks = true;
                 let mut stream = match self
                     .api
-                    .watch_with_bytes(&self.resource, &self.namespace, &opts)
+                    .watch_decoded(&self.resource, &self.namespace, &opts, self.decode)
                     .await
                 {
                     Ok(s) => s,

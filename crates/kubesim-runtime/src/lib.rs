@@ -5,6 +5,7 @@
 pub mod api;
 pub mod cache;
 pub mod clock;
+pub mod decode;
 pub mod events;
 pub mod informer;
 #[cfg(feature = "remote")]

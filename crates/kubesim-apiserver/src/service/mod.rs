@@ -117,20 +117,34 @@ pub(crate) fn decode(rec: &Record) -> Result<Value, ApiError> {
 /// order the real server writes.
 pub(crate) fn encode(obj: &Value) -> Bytes {
     if let Value::Object(m) = obj {
-        let mut out = Map::with_capacity(m.len());
-        for k in ["apiVersion", "kind", "metadata"] {
-            if let Some(v) = m.get(k) {
-                out.insert(k.to_string(), v.clone());
-            }
-        }
-        for (k, v) in m {
-            if !matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
-                out.insert(k.clone(), v.clone());
-            }
-        }
-        return exact(serde_json::to_vec(&Value::Object(out)).unwrap_or_default());
+        return exact(serde_json::to_vec(&HeadFirst(m)).unwrap_or_default());
     }
     exact(serde_json::to_vec(obj).unwrap_or_default())
+}
+
+/// The keys of `apiVersion`, `kind` and `metadata`, written first.
+const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
+/// An object serialized with its head keys first, the rest in order: the
+/// same bytes as a reordered copy of the map would give, without copying
+/// the object (every write of a pod serializes it).
+struct HeadFirst<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for HeadFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let m = self.0;
+        let mut out = s.serialize_map(Some(m.len()))?;
+        for k in HEAD {
+            if let Some(v) = m.get(k) {
+                out.serialize_entry(k, v)?;
+            }
+        }
+        for (k, v) in m.iter().filter(|(k, _)| !HEAD.contains(&k.as_str())) {
+            out.serialize_entry(k, v)?;
+        }
+        out.end()
+    }
 }
 
 /// The bytes without the serializer's spare capacity: `Bytes` keeps a
@@ -156,4 +170,21 @@ pub(crate) fn store_error(e: StoreError) -> ApiError {
 pub(crate) fn parse_rv(rv: &str) -> Result<u64, ApiError> {
     rv.parse::<u64>()
         .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_writes_the_head_first_and_the_rest_in_order() {
+        let obj: Value =
+            serde_json::from_str(r#"{"spec":{"b":1,"a":2},"metadata":{"name":"x"},"status":{},"kind":"Pod","apiVersion":"v1"}"#)
+                .unwrap();
+        assert_eq!(
+            &encode(&obj)[..],
+            br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"b":1,"a":2},"status":{}}"#
+        );
+        assert_eq!(&encode(&Value::from(3))[..], b"3");
+    }
 }

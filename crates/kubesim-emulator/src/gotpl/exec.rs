@@ -1,6 +1,7 @@
 //! Evaluating the syntax tree over a JSON value, with Go's rules for
 //! truth, variable scope and pipelines.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -35,8 +36,10 @@ pub struct Exec<'a> {
     pub funcs: &'a dyn Funcs,
     pub defines: &'a BTreeMap<String, Vec<Node>>,
     pub out: String,
-    /// Variables in scope, innermost last; `$` is the first.
-    vars: Vec<(String, Value)>,
+    /// Variables in scope, innermost last; `$` is the first, borrowed: it
+    /// is the whole object a template renders (a pod), and most
+    /// templates read only a few fields of it.
+    vars: Vec<(String, Cow<'a, Value>)>,
     depth: usize,
 }
 
@@ -62,13 +65,13 @@ impl<'a> Exec<'a> {
     pub fn new(
         funcs: &'a dyn Funcs,
         defines: &'a BTreeMap<String, Vec<Node>>,
-        root: &Value,
+        root: &'a Value,
     ) -> Self {
         Exec {
             funcs,
             defines,
             out: String::new(),
-            vars: vec![(String::new(), root.clone())],
+            vars: vec![(String::new(), Cow::Borrowed(root))],
             depth: 0,
         }
     }
@@ -155,10 +158,10 @@ impl<'a> Exec<'a> {
                     for (k, x) in items {
                         let inner = self.vars.len();
                         match pipe.vars.as_slice() {
-                            [v] => self.vars.push((v.clone(), x.clone())),
+                            [v] => self.vars.push((v.clone(), Cow::Owned(x.clone()))),
                             [i, v] => {
-                                self.vars.push((i.clone(), k));
-                                self.vars.push((v.clone(), x.clone()));
+                                self.vars.push((i.clone(), Cow::Owned(k)));
+                                self.vars.push((v.clone(), Cow::Owned(x.clone())));
                             }
                             _ => {}
                         }
@@ -186,7 +189,10 @@ impl<'a> Exec<'a> {
                     }
                     self.depth += 1;
                     // A template sees only its own `$`.
-                    let saved = std::mem::replace(&mut self.vars, vec![(String::new(), d.clone())]);
+                    let saved = std::mem::replace(
+                        &mut self.vars,
+                        vec![(String::new(), Cow::Owned(d.clone()))],
+                    );
                     let r = self.list(body, &d);
                     self.vars = saved;
                     self.depth -= 1;
@@ -202,7 +208,7 @@ impl<'a> Exec<'a> {
             .iter()
             .rev()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| v)
+            .map(|(_, v)| v.as_ref())
             .ok_or_else(|| err(line, format!("undefined variable \"${name}\"")))
     }
 
@@ -216,9 +222,9 @@ impl<'a> Exec<'a> {
                     .rev()
                     .find(|(n, _)| n == name)
                     .ok_or_else(|| err(p.line, format!("undefined variable \"${name}\"")))?;
-                slot.1 = v.clone();
+                slot.1 = Cow::Owned(v.clone());
             } else {
-                self.vars.push((name.clone(), v.clone()));
+                self.vars.push((name.clone(), Cow::Owned(v.clone())));
             }
         }
         Ok(v)

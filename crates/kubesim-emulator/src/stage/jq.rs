@@ -11,12 +11,19 @@ use serde_json::Value;
 /// A compiled jq program.
 pub struct Jq {
     src: String,
-    filter: jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>,
+    filter: Filter,
     /// The fields of a program that is a plain path such as
     /// `.metadata.deletionTimestamp` (most Stage selectors), which is
     /// answered from the object itself without converting it for jaq.
     path: Option<Vec<String>>,
+    /// A program that only looks below a plain path (see [`focus`]): that
+    /// path, and the rest of the program compiled to run on the value
+    /// there, so only that value is converted for jaq.
+    focused: Option<(Vec<String>, Filter)>,
 }
+
+type Filter = jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>;
+
 impl std::fmt::Debug for Jq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Jq({:?})", self.src)
@@ -62,33 +69,97 @@ fn plain_path(src: &str) -> Option<Vec<String>> {
     fields.iter().all(ident).then_some(fields)
 }
 
+/// `PATH.[] | REST`, `PATH[] | REST` or `PATH["key"] | REST` (REST
+/// optional) with PATH a plain path: PATH's fields and the program
+/// `.[] | REST` (or `.["key"] | REST`) that gives the same values when run
+/// on the value at PATH, as jq's pipes associate. Kwok's selectors on
+/// conditions and annotations have this form.
+fn focus(src: &str) -> Option<(Vec<String>, String)> {
+    let mut rest = src.trim();
+    let mut fields = Vec::new();
+    loop {
+        let after = rest.strip_prefix('.')?;
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let field = &after[..end];
+        if field.is_empty() {
+            break;
+        }
+        if !field.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            return None;
+        }
+        fields.push(field.to_string());
+        rest = &after[end..];
+        if !rest.starts_with('.') {
+            break;
+        }
+    }
+    if fields.is_empty() {
+        return None;
+    }
+    let (postfix, after) = if let Some(a) = rest.strip_prefix(".[]") {
+        (".[]".to_string(), a)
+    } else if let Some(a) = rest.strip_prefix("[]") {
+        (".[]".to_string(), a)
+    } else {
+        let body = rest.strip_prefix("[\"")?;
+        let close = body.find('"')?;
+        let key = &body[..close];
+        if key.contains('\\') {
+            return None;
+        }
+        let a = body[close + 1..].strip_prefix(']')?;
+        (format!(".[\"{key}\"]"), a)
+    };
+    let after = after.trim_start();
+    if after.is_empty() {
+        return Some((fields, postfix));
+    }
+    // Only a pipe may follow (not `|=`, nor any operator that would take
+    // the path's value as its left operand).
+    let tail = after.strip_prefix('|')?;
+    if tail.starts_with('=') {
+        return None;
+    }
+    Some((fields, format!("{postfix} |{tail}")))
+}
+
+fn compile_filter(src: &str) -> Result<Filter, String> {
+    let defs = jaq_core::defs()
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs());
+    let funs = jaq_core::funs()
+        .chain(jaq_std::funs())
+        .chain(jaq_json::funs());
+    let loader = Loader::new(defs);
+    let arena = Arena::default();
+    let modules = loader
+        .load(
+            &arena,
+            File {
+                code: src,
+                path: (),
+            },
+        )
+        .map_err(|errs| format!("jq {src:?}: cannot parse ({} error(s))", errs.len()))?;
+    Compiler::default()
+        .with_funs(funs)
+        .compile(modules)
+        .map_err(|errs| format!("jq {src:?}: cannot compile ({} error(s))", errs.len()))
+}
+
 impl Jq {
     pub fn compile(src: &str) -> Result<Jq, String> {
-        let defs = jaq_core::defs()
-            .chain(jaq_std::defs())
-            .chain(jaq_json::defs());
-        let funs = jaq_core::funs()
-            .chain(jaq_std::funs())
-            .chain(jaq_json::funs());
-        let loader = Loader::new(defs);
-        let arena = Arena::default();
-        let modules = loader
-            .load(
-                &arena,
-                File {
-                    code: src,
-                    path: (),
-                },
-            )
-            .map_err(|errs| format!("jq {src:?}: cannot parse ({} error(s))", errs.len()))?;
-        let filter = Compiler::default()
-            .with_funs(funs)
-            .compile(modules)
-            .map_err(|errs| format!("jq {src:?}: cannot compile ({} error(s))", errs.len()))?;
+        let filter = compile_filter(src)?;
+        // The whole program compiled, so its errors are reported as
+        // written; the focused form is an optimisation only.
+        let focused = focus(src).and_then(|(path, rest)| Some((path, compile_filter(&rest).ok()?)));
         Ok(Jq {
             src: src.to_string(),
             filter,
             path: plain_path(src),
+            focused,
         })
     }
 
@@ -112,31 +183,42 @@ impl Jq {
             }
             return vec![at.clone()];
         }
+        if let Some((fields, filter)) = &self.focused {
+            let mut at = input.obj;
+            for f in fields {
+                match at {
+                    Value::Object(m) => at = m.get(f).unwrap_or(&Value::Null),
+                    Value::Null => break,
+                    _ => return self.run_jaq(input),
+                }
+            }
+            return run_filter(filter, Val::deserialize(at).unwrap_or_default());
+        }
         self.run_jaq(input)
     }
 
     fn run_jaq(&self, input: &Input) -> Vec<Value> {
-        let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
-        let mut values = Vec::new();
-        for v in self
-            .filter
-            .id
-            .run((ctx, input.val().clone()))
-            .map(unwrap_valr)
-        {
-            match v {
-                // Val prints as JSON; outputs are small scalars in practice.
-                Ok(v) => values.push(serde_json::from_str(&v.to_string()).unwrap_or(Value::Null)),
-                Err(_) => break,
-            }
-        }
-        values
+        run_filter(&self.filter, input.val().clone())
     }
 
     /// The first value, if any, that is not null.
     pub fn first(&self, input: &Input) -> Option<Value> {
         self.run(input).into_iter().find(|v| !v.is_null())
     }
+}
+
+/// Every value `filter` yields on `input`, up to the first error.
+fn run_filter(filter: &Filter, input: Val) -> Vec<Value> {
+    let ctx = Ctx::<data::JustLut<Val>>::new(&filter.lut, Vars::new([]));
+    let mut values = Vec::new();
+    for v in filter.id.run((ctx, input)).map(unwrap_valr) {
+        match v {
+            // Val prints as JSON; outputs are small scalars in practice.
+            Ok(v) => values.push(serde_json::from_str(&v.to_string()).unwrap_or(Value::Null)),
+            Err(_) => break,
+        }
+    }
+    values
 }
 
 #[cfg(test)]
@@ -209,6 +291,50 @@ mod tests {
         }
         for src in [".a[0]", ".a | .b", ".", ".a.\"b c\"", "..a", ".a.b // 1"] {
             assert!(plain_path(src).is_none(), "{src}");
+        }
+    }
+
+    #[test]
+    fn focused_programs_answer_as_jaq_does() {
+        let objs = [
+            json!({"status": {"conditions": [{"type": "Ready", "status": "False"},
+                {"type": "PodScheduled", "status": "True"}]},
+                "metadata": {"annotations": {"kubesim.io/run-duration": "5s", "b": 1}}}),
+            json!({"status": {"conditions": {"x": {"type": "Ready", "status": "T"}}},
+                "metadata": {"annotations": null}}),
+            json!({"status": {"conditions": "text"}, "metadata": "x"}),
+            json!({"status": null, "metadata": {"annotations": [1]}}),
+            json!({"status": 3}),
+            json!({}),
+            json!(null),
+        ];
+        for src in [
+            r#".status.conditions.[] | select( .type == "Ready" ) | .status"#,
+            r#".status.conditions[] | .type"#,
+            ".status.conditions.[]",
+            r#".metadata.annotations["kubesim.io/run-duration"]"#,
+            r#".metadata.annotations["b"]|tostring"#,
+        ] {
+            let jq = Jq::compile(src).unwrap();
+            assert!(jq.focused.is_some(), "{src} is focused");
+            for o in &objs {
+                assert_eq!(
+                    jq.run(&Input::new(o)),
+                    jq.run_jaq(&Input::new(o)),
+                    "{src} on {o}"
+                );
+            }
+        }
+        for src in [
+            r#".metadata.annotations["a"] // 3"#,
+            ".a.b[] |= 1",
+            ".a.b[0]",
+            ".a.[].b",
+            r#".a["x\"y"]"#,
+            ".[]",
+            ".a.b",
+        ] {
+            assert!(focus(src).is_none(), "{src}");
         }
     }
 

@@ -52,6 +52,11 @@ struct Job {
     step: usize,
     /// Whether the node's network latency has been waited out.
     latency_paid: bool,
+    /// The object as the informer showed it at `rv`, kept for jobs due at
+    /// once (most are): reading it back from the cache would decode it
+    /// again. Jobs that wait do not keep it, so waiting pods cost only
+    /// their cached bytes.
+    obj: Option<Arc<Value>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +103,7 @@ impl Lifecycle {
         *self.stages.write() = Arc::new(stages);
         self.pending.lock().clear();
         for obj in self.cache.list() {
-            self.consider(&obj);
+            self.plan(&obj, Some(&obj));
         }
     }
 
@@ -114,9 +119,9 @@ impl Lifecycle {
                 if self.kind == Kind::Pod {
                     self.remember_ips(obj);
                 }
-                self.consider(obj);
+                self.plan(obj, Some(obj));
             }
-            Change::Modified { new, .. } => self.consider(new),
+            Change::Modified { new, .. } => self.plan(new, Some(new)),
         }
     }
 
@@ -157,6 +162,12 @@ impl Lifecycle {
     /// Plans the object's next stage, replacing any job pending for an
     /// older version of it.
     pub fn consider(&self, obj: &Value) {
+        self.plan(obj, None)
+    }
+
+    /// [`consider`](Self::consider); `cached` is the object as the cache
+    /// holds it, when the caller has it.
+    fn plan(&self, obj: &Value, cached: Option<&Arc<Value>>) {
         if self.kubelet_node(obj).is_none() {
             return;
         }
@@ -179,6 +190,7 @@ impl Lifecycle {
             due: self.shared.clock.instant() + delay,
             step: 0,
             latency_paid: false,
+            obj: cached.filter(|_| delay.is_zero()).cloned(),
         };
         self.pending.lock().insert(key.clone(), job);
         self.queue.add_after(key, delay);
@@ -226,9 +238,19 @@ impl Lifecycle {
             // An older job's timer; this job has its own.
             return Ok(None);
         }
-        let Some(obj) = self.cache.get(&key.namespace, &key.name) else {
-            self.pending.lock().remove(&key);
-            return Ok(None);
+        let unchanged = |o: &&Arc<Value>| {
+            self.cache.resource_version(&key.namespace, &key.name) == Some(job.rv.clone())
+                && meta::resource_version(o) == job.rv
+        };
+        let obj = match job.obj.as_ref().filter(unchanged) {
+            Some(o) => o.clone(),
+            None => match self.cache.get(&key.namespace, &key.name) {
+                Some(o) => o,
+                None => {
+                    self.pending.lock().remove(&key);
+                    return Ok(None);
+                }
+            },
         };
         // A change no stage matched left the job in place; it must still
         // fit the object as it is now.
@@ -306,7 +328,7 @@ impl Lifecycle {
     pub fn node_added(&self, node: &str) {
         if self.kind == Kind::Pod {
             for pod in self.cache.on_node(node) {
-                self.consider(&pod);
+                self.plan(&pod, Some(&pod));
             }
         }
     }

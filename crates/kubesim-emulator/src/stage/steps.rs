@@ -28,7 +28,7 @@ pub struct Steps<'a> {
 #[derive(Debug)]
 pub enum Outcome {
     /// The object as the last write left it (None: nothing was written).
-    Written(Option<Value>),
+    Written(Option<Arc<Value>>),
     Deleted,
 }
 
@@ -48,9 +48,15 @@ fn opts() -> WriteOptions {
 
 impl Steps<'_> {
     /// Runs the steps of `stage` from index `from` on `obj`.
-    pub async fn run(&self, stage: &Stage, obj: &Value, from: usize) -> Result<Outcome, Failed> {
-        let mut current = obj.clone();
-        let mut written = None;
+    pub async fn run(
+        &self,
+        stage: &Stage,
+        obj: &Arc<Value>,
+        from: usize,
+    ) -> Result<Outcome, Failed> {
+        // Shared rather than copied: each write replaces it whole.
+        let mut current: Arc<Value> = obj.clone();
+        let mut written: Option<Arc<Value>> = None;
         let mut deleted = false;
         for (i, step) in stage.steps.iter().enumerate().skip(from) {
             let fail = |error| Failed { step: i, error };
@@ -79,8 +85,8 @@ impl Steps<'_> {
                         let body = json!({"metadata": {"finalizers": want}});
                         match self.patch(&current, PatchType::Merge, body, None).await {
                             Ok(o) => {
-                                current = o.clone();
-                                written = Some(o);
+                                current = Arc::new(o);
+                                written = Some(current.clone());
                             }
                             Err(e) if e.code == 404 => return Ok(Outcome::Deleted),
                             Err(e) => return Err(fail(e)),
@@ -105,8 +111,8 @@ impl Steps<'_> {
                 }
                 Step::Patch(p) => match self.patch_step(stage, p, &current).await {
                     Ok(Some(o)) => {
-                        current = o.clone();
-                        written = Some(o);
+                        current = Arc::new(o);
+                        written = Some(current.clone());
                     }
                     Ok(None) => {}
                     Err(e) if e.code == 404 => return Ok(Outcome::Deleted),
@@ -230,6 +236,9 @@ pub fn render(t: &crate::gotpl::Template, obj: &Value, funcs: &dyn Funcs) -> Res
     let text = t.render(obj, funcs).map_err(|e| e.to_string())?;
     if text.trim().is_empty() {
         return Ok(Value::Null);
+    }
+    if let Some(v) = super::yaml_fast::parse(&text) {
+        return Ok(v);
     }
     serde_saphyr::from_str(&text).map_err(|e| format!("template output is not YAML: {e}"))
 }

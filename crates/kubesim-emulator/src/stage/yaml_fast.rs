@@ -1,0 +1,250 @@
+//! A parser for the plain block YAML that Stage templates render: nested
+//! mappings and sequences of plain words, small integers, booleans and
+//! escape-free double-quoted strings, one entry per line. A pod's status
+//! patch renders to exactly that, and a general YAML parser spent more
+//! time on it than rendering it did. Anything outside that subset (flow
+//! collections, comments, anchors, tags, block scalars, escapes, words a
+//! YAML schema might read as something other than a string) makes it give
+//! up, and the caller parses the text with the full parser, so the value
+//! is always the one the full parser would give.
+
+use serde_json::{Map, Number, Value};
+
+/// `text` as a value, or None when it is not in the subset.
+pub fn parse(text: &str) -> Option<Value> {
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let content = line.trim_start_matches(' ');
+        if content.trim().is_empty() {
+            continue;
+        }
+        // Tabs, comments and document markers are left to the full parser.
+        if content.starts_with('\t')
+            || content.starts_with('#')
+            || content.starts_with("---")
+            || content.starts_with("...")
+            || line.contains(" #")
+        {
+            return None;
+        }
+        lines.push((line.len() - content.len(), content.trim_end()));
+    }
+    let first = *lines.first()?;
+    let mut p = Parser { lines, at: 0 };
+    let v = p.block(first.0)?;
+    (p.at == p.lines.len()).then_some(v)
+}
+
+struct Parser<'a> {
+    /// (indentation, content without it) of every non-empty line.
+    lines: Vec<(usize, &'a str)>,
+    at: usize,
+}
+
+fn is_item(content: &str) -> bool {
+    content == "-" || content.starts_with("- ")
+}
+
+impl<'a> Parser<'a> {
+    /// The mapping or sequence starting at the current line, indented by
+    /// `indent`.
+    fn block(&mut self, indent: usize) -> Option<Value> {
+        let &(at, content) = self.lines.get(self.at)?;
+        if at != indent {
+            return None;
+        }
+        if is_item(content) {
+            self.sequence(indent)
+        } else {
+            self.mapping(indent)
+        }
+    }
+
+    fn sequence(&mut self, indent: usize) -> Option<Value> {
+        let mut items = Vec::new();
+        while let Some(&(at, content)) = self.lines.get(self.at) {
+            if at < indent || (at == indent && !is_item(content)) {
+                break;
+            }
+            if at > indent {
+                return None;
+            }
+            let rest = content.strip_prefix("- ")?;
+            let inner = rest.trim_start_matches(' ');
+            if inner.is_empty() || is_item(inner) {
+                return None;
+            }
+            if split_entry(inner).is_some() {
+                // `- key: value` opens a mapping whose keys line up with
+                // `key`: read the line as if it stood there alone.
+                let column = indent + 2 + (rest.len() - inner.len());
+                self.lines[self.at] = (column, inner);
+                items.push(self.mapping(column)?);
+            } else {
+                items.push(scalar(inner)?);
+                self.at += 1;
+            }
+        }
+        Some(Value::Array(items))
+    }
+
+    fn mapping(&mut self, indent: usize) -> Option<Value> {
+        let mut map = Map::new();
+        while let Some(&(at, content)) = self.lines.get(self.at) {
+            if at < indent {
+                break;
+            }
+            if at > indent || is_item(content) {
+                return None;
+            }
+            let (key, rest) = split_entry(content)?;
+            self.at += 1;
+            let value = if rest.is_empty() {
+                match self.lines.get(self.at) {
+                    Some(&(next, _)) if next > indent => self.block(next)?,
+                    // A sequence may sit at its key's own indentation.
+                    Some(&(next, c)) if next == indent && is_item(c) => self.sequence(indent)?,
+                    _ => Value::Null,
+                }
+            } else {
+                scalar(rest)?
+            };
+            if map.insert(key.to_string(), value).is_some() {
+                return None;
+            }
+        }
+        Some(Value::Object(map))
+    }
+}
+
+/// `key: value` (value possibly empty) with a plain key.
+fn split_entry(content: &str) -> Option<(&str, &str)> {
+    let end = content
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')))
+        .unwrap_or(content.len());
+    let (key, rest) = content.split_at(end);
+    let rest = rest.strip_prefix(':')?;
+    if !rest.is_empty() && !rest.starts_with(' ') {
+        return None;
+    }
+    if !key.starts_with(|c: char| c.is_ascii_alphabetic()) || special_word(key) {
+        return None;
+    }
+    Some((key, rest.trim_start_matches(' ')))
+}
+
+/// Words some YAML schema reads as null, a boolean or a number.
+fn special_word(w: &str) -> bool {
+    matches!(
+        w.to_ascii_lowercase().as_str(),
+        "null" | "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n" | "nan" | "inf"
+    )
+}
+
+/// A value written after `key: ` or `- `.
+fn scalar(s: &str) -> Option<Value> {
+    if let Some(body) = s.strip_prefix('"') {
+        let inner = body.strip_suffix('"')?;
+        if inner.contains(['"', '\\']) {
+            return None;
+        }
+        return Some(Value::String(inner.to_string()));
+    }
+    match s {
+        "true" => return Some(Value::Bool(true)),
+        "false" => return Some(Value::Bool(false)),
+        _ => {}
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        // Leading zeros are octal or strings depending on the schema.
+        if s.len() > 1 && s.starts_with('0') || s.len() > 18 {
+            return None;
+        }
+        return s
+            .parse::<u64>()
+            .ok()
+            .map(|n| Value::Number(Number::from(n)));
+    }
+    let word = s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric());
+    (word && !special_word(s)).then(|| Value::String(s.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn full(text: &str) -> Value {
+        serde_saphyr::from_str(text).unwrap()
+    }
+
+    /// The subset gives what the full parser gives.
+    fn same(text: &str) {
+        let fast = parse(text).unwrap_or_else(|| panic!("not in the subset: {text}"));
+        assert_eq!(fast, full(text), "{text}");
+        assert_eq!(
+            fast.to_string(),
+            full(text).to_string(),
+            "key order: {text}"
+        );
+    }
+
+    #[test]
+    fn reads_what_status_templates_render() {
+        same(concat!(
+            "conditions:\n",
+            "- type: Initialized\n",
+            "  status: \"True\"\n",
+            "  lastTransitionTime: \"2026-01-01T00:00:00Z\"\n",
+            "- type: Ready\n",
+            "  status: \"True\"\n",
+            "containerStatuses:\n",
+            "- name: \"c\"\n",
+            "  image: \"busybox:1\"\n",
+            "  ready: true\n",
+            "  started: false\n",
+            "  restartCount: 0\n",
+            "  state:\n",
+            "    running:\n",
+            "      startedAt: \"x\"\n",
+            "hostIPs:\n",
+            "- ip: \"10.0.0.1\"\n",
+            "phase: Running\n",
+            "startTime: \"2026-01-01T00:00:00Z\"\n",
+        ));
+        same("a:\n  b:\n    - 1\n    - two\n  c: 12\nd:\n");
+        same("- x\n- k: 1\n  z:\n  - w\n");
+        same("key.with/slash-and_dash: v\n");
+    }
+
+    #[test]
+    fn leaves_everything_else_to_the_full_parser() {
+        for text in [
+            "a: [1, 2]",
+            "a: {b: 1}",
+            "a: 1 # comment",
+            "a: \"x\\ny\"",
+            "a: yes",
+            "a: Null",
+            "a: 007",
+            "a: -1",
+            "a: 1.5",
+            "a: &x 1",
+            "a: |\n  text",
+            "a: b c",
+            "a: 1\na: 2",
+            "\"a\": 1",
+            "a:\n\t- 1",
+            "---\na: 1",
+            "a: 1\n b: 2",
+            "- - 1",
+            "plain",
+        ] {
+            assert_eq!(parse(text), None, "{text}");
+        }
+        // Empty values are null, as in YAML.
+        assert_eq!(parse("a:\nb: 1"), Some(json!({"a": null, "b": 1})));
+        assert_eq!(full("a:\nb: 1"), json!({"a": null, "b": 1}));
+    }
+}
