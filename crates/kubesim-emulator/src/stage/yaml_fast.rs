@@ -247,4 +247,35 @@ mod tests {
         assert_eq!(parse("a:\nb: 1"), Some(json!({"a": null, "b": 1})));
         assert_eq!(full("a:\nb: 1"), json!({"a": null, "b": 1}));
     }
+
+    proptest::proptest! {
+        /// Whatever text the subset accepts, it reads as the full parser
+        /// does (values and key order). The lines are drawn from pieces
+        /// that templates render, plus the near misses the subset must
+        /// refuse, at random indentations.
+        #[test]
+        fn accepted_text_reads_as_the_full_parser_reads_it(
+            lines in proptest::collection::vec(
+                (0usize..4, proptest::sample::select(vec![
+                    "a:", "b: 1", "c: x", "- d", "- e: 2", "f: \"q\"", "g: true",
+                    "h: -1", "i: 1.5", "j: yes", "k: null", "- ", "l: [1]", "m: a b",
+                    "n: 007", "o: \"x\\ny\"", "p: ~", "a: 2", "- - 3", "q:  r",
+                    "s: 12345678901234567890", "t: \"\"", "u: 'v'", "w: x:y",
+                ])),
+                1..10,
+            )
+        ) {
+            let text: String = lines
+                .iter()
+                .map(|(indent, l)| format!("{}{l}\n", " ".repeat(indent * 2)))
+                .collect();
+            if let Some(fast) = parse(&text) {
+                let full: Result<Value, _> = serde_saphyr::from_str(&text);
+                proptest::prop_assert!(full.is_ok(), "accepted what the full parser refuses: {text:?}");
+                let full = full.unwrap();
+                proptest::prop_assert_eq!(&fast, &full, "{:?}", text);
+                proptest::prop_assert_eq!(fast.to_string(), full.to_string(), "key order: {:?}", text);
+            }
+        }
+    }
 }
