@@ -103,7 +103,7 @@ impl ReplicaController {
             return Ok(None);
         };
         let trusted = self.exp.satisfied(&key);
-        let owned = self.claim(&key, &owner, &selector).await?;
+        let owned = self.owned_pods(&key, &owner, &selector).await?;
         let mut failure = None;
         if trusted && !meta::is_deleting(&owner) {
             if let Err(e) = self.manage(&key, &owner, &owned).await {
@@ -132,7 +132,7 @@ impl ReplicaController {
     /// matching orphans it adopts. Its own pods are read from the cache
     /// unparsed and their facts kept by resourceVersion, so a sync parses
     /// only what changed since the last one.
-    async fn claim(
+    async fn owned_pods(
         &self,
         key: &ObjectKey,
         owner: &Value,

@@ -17,11 +17,11 @@ use crate::{drop_finalizer, edit, pods, Context};
 pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
 pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
 
-fn claims_ref() -> ResourceRef {
+pub fn claims_ref() -> ResourceRef {
     ResourceRef::core("persistentvolumeclaims")
 }
 
-fn volumes_ref() -> ResourceRef {
+pub fn volumes_ref() -> ResourceRef {
     ResourceRef::core("persistentvolumes")
 }
 

@@ -8,18 +8,11 @@
 use std::sync::Arc;
 
 use kubesim_core::meta;
-use kubesim_runtime::{run_workers, Change, ObjectKey, ResourceRef, WorkQueue, WriteOptions};
+use kubesim_runtime::{run_workers, Change, ObjectKey, WorkQueue, WriteOptions};
 use serde_json::{json, Value};
 
+use crate::storage_protection::{claims_ref, volumes_ref};
 use crate::Context;
-
-fn claims_ref() -> ResourceRef {
-    ResourceRef::core("persistentvolumeclaims")
-}
-
-fn volumes_ref() -> ResourceRef {
-    ResourceRef::core("persistentvolumes")
-}
 
 /// The namespace, name and uid of the claim a bound volume names.
 fn bound_claim(volume: &Value) -> Option<(&str, &str, &str)> {

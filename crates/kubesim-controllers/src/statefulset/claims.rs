@@ -5,14 +5,11 @@
 //! update finds the same claims (and the data behind them) again.
 
 use kubesim_core::meta;
-use kubesim_runtime::ResourceRef;
 use serde_json::{json, Map, Value};
 
 use super::ordinal;
 
-pub fn claims_ref() -> ResourceRef {
-    ResourceRef::core("persistentvolumeclaims")
-}
+pub use crate::storage_protection::claims_ref;
 
 /// The set's claim templates (PersistentVolumeClaim objects).
 pub fn templates(set: &Value) -> &[Value] {

@@ -19,7 +19,7 @@ impl Expression {
     pub fn first(&self, input: &Input) -> Option<Value> {
         match self {
             Expression::Jq(j) => j.first(input),
-            Expression::Cel(e) => eval_self(e, input.object())
+            Expression::Cel(e) => eval_self(e, input.cel())
                 .ok()
                 .and_then(|v| scalar_json(&v))
                 .filter(|v| !v.is_null()),
@@ -30,5 +30,5 @@ impl Expression {
 /// Whether a CEL selector requirement holds for the object: it must
 /// evaluate to `true`; anything else, an error included, does not match.
 pub fn cel_holds(expr: &Expr, input: &Input) -> bool {
-    matches!(eval_self(expr, input.object()), Ok(cel::Value::Bool(true)))
+    matches!(eval_self(expr, input.cel()), Ok(cel::Value::Bool(true)))
 }

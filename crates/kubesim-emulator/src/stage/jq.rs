@@ -31,10 +31,12 @@ impl std::fmt::Debug for Jq {
 }
 
 /// An object as programs see it: converted for jaq once, and only if a
-/// program needs more than a plain path.
+/// program needs more than a plain path; converted for CEL once, and only
+/// if a CEL expression reads it.
 pub struct Input<'a> {
     obj: &'a Value,
     val: std::cell::OnceCell<Val>,
+    cel: std::cell::OnceCell<cel::Value>,
 }
 
 impl<'a> Input<'a> {
@@ -42,12 +44,14 @@ impl<'a> Input<'a> {
         Input {
             obj,
             val: std::cell::OnceCell::new(),
+            cel: std::cell::OnceCell::new(),
         }
     }
 
-    /// The object itself.
-    pub fn object(&self) -> &'a Value {
-        self.obj
+    /// The object as CEL's `self`.
+    pub fn cel(&self) -> &cel::Value {
+        self.cel
+            .get_or_init(|| crate::usage::cel::object_value(self.obj))
     }
 
     fn val(&self) -> &Val {
@@ -281,16 +285,22 @@ mod tests {
         ] {
             let jq = Jq::compile(src).unwrap();
             assert!(jq.path.is_some(), "{src} is a plain path");
-            for o in &objs {
-                assert_eq!(
-                    jq.run(&Input::new(o)),
-                    jq.run_jaq(&Input::new(o)),
-                    "{src} on {o}"
-                );
-            }
+            agrees_with_jaq(&jq, &objs);
         }
         for src in [".a[0]", ".a | .b", ".", ".a.\"b c\"", "..a", ".a.b // 1"] {
             assert!(plain_path(src).is_none(), "{src}");
+        }
+    }
+
+    /// The shortcut `run` takes gives what the whole program gives in jaq.
+    fn agrees_with_jaq(jq: &Jq, objs: &[Value]) {
+        for o in objs {
+            assert_eq!(
+                jq.run(&Input::new(o)),
+                jq.run_jaq(&Input::new(o)),
+                "{} on {o}",
+                jq.source()
+            );
         }
     }
 
@@ -317,13 +327,7 @@ mod tests {
         ] {
             let jq = Jq::compile(src).unwrap();
             assert!(jq.focused.is_some(), "{src} is focused");
-            for o in &objs {
-                assert_eq!(
-                    jq.run(&Input::new(o)),
-                    jq.run_jaq(&Input::new(o)),
-                    "{src} on {o}"
-                );
-            }
+            agrees_with_jaq(&jq, &objs);
         }
         for src in [
             r#".metadata.annotations["a"] // 3"#,

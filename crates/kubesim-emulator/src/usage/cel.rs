@@ -127,7 +127,7 @@ pub fn eval(expr: &Expr, scope: Scope, host: &Arc<dyn Host>, depth: u8) -> Resul
         ("container", scope.container),
     ] {
         let v = match v {
-            Some(v) => to_cel(&object_like_go(v)),
+            Some(v) => object_value(v),
             None => Cel::Null,
         };
         ctx.add_variable_from_value(name, v);
@@ -138,11 +138,17 @@ pub fn eval(expr: &Expr, scope: Scope, host: &Arc<dyn Host>, depth: u8) -> Resul
         .map_err(|e| format!("CEL {:?} failed: {e}", expr.source.trim()))
 }
 
-/// Evaluates `expr` with the variable `self` bound to `obj`, as kwok's
-/// Stage selectors and `*From` expressions do (standard library only).
-pub fn eval_self(expr: &Expr, obj: &Value) -> Result<Cel, String> {
+/// `obj` as expressions read it (see [`object_like_go`] and [`to_cel`]).
+pub fn object_value(obj: &Value) -> Cel {
+    to_cel(&object_like_go(obj))
+}
+
+/// Evaluates `expr` with the variable `self` bound to `obj` (an
+/// [`object_value`]), as kwok's Stage selectors and `*From` expressions do
+/// (standard library only).
+pub fn eval_self(expr: &Expr, obj: &Cel) -> Result<Cel, String> {
     let mut ctx = Context::with_env(env());
-    ctx.add_variable_from_value("self", to_cel(&object_like_go(obj)));
+    ctx.add_variable_from_value("self", obj.clone());
     expr.program
         .execute(&ctx)
         .map_err(|e| format!("CEL {:?} failed: {e}", expr.source.trim()))
