@@ -318,6 +318,7 @@ impl Api for InProcess {
             resource: res,
             namespace: ns.to_string(),
             opts: opts.clone(),
+            endless: true,
         })?;
         let stream = futures::stream::unfold(rx, move |mut rx| async move {
             let frame = rx.recv().await?;

@@ -113,11 +113,9 @@ impl NamespaceController {
                 }
             }
 
-            let wake = queue
-                .values()
-                .map(|r| r.due)
-                .min()
-                .unwrap_or_else(|| self.clock.instant() + MAX_BACKOFF);
+            // Nothing queued: nothing to wake for but the watch (a periodic
+            // wake-up would cost simulated months millions of them).
+            let wake = queue.values().map(|r| r.due).min();
             match watch.as_mut() {
                 Some(stream) => {
                     tokio::select! {
@@ -135,7 +133,12 @@ impl NamespaceController {
                             Some(WatchEvent::Bookmark(_)) => {}
                             Some(WatchEvent::Error(_)) | None => watch = None,
                         },
-                        _ = self.clock.sleep_until(wake) => {}
+                        _ = async {
+                            match wake {
+                                Some(at) => self.clock.sleep_until(at).await,
+                                None => std::future::pending().await,
+                            }
+                        } => {}
                     }
                 }
                 None => self.clock.sleep(REWATCH).await,

@@ -69,6 +69,10 @@ pub enum StoreError {
 /// again after a conflict, so it must not have side effects beyond its return.
 pub trait Store: Send + Sync + 'static {
     fn current_rev(&self) -> u64;
+    /// Follows the newest revision: `changed()` resolves after any write to
+    /// any resource. Lets a watcher with nothing to report sleep until
+    /// there is something, instead of polling.
+    fn revisions(&self) -> tokio::sync::watch::Receiver<u64>;
     fn get(&self, resource: &str, key: &str) -> Option<Arc<Record>>;
     /// A snapshot at `at` (None: the newest).
     fn snapshot(&self, resource: &str, at: Option<u64>) -> Result<Snapshot, StoreError>;

@@ -48,6 +48,9 @@ pub type Indexer = dyn Fn(&str, &[u8]) -> Attrs + Send + Sync;
 
 pub struct MemStore {
     state: RwLock<State>,
+    /// The newest revision, for waiters on any change (see
+    /// [`Store::revisions`]).
+    revs: tokio::sync::watch::Sender<u64>,
     opts: Options,
     snapshots: Mutex<VecDeque<(Arc<str>, Snapshot)>>,
     persister: Option<Persister>,
@@ -94,6 +97,7 @@ impl MemStore {
             }
         }
         MemStore {
+            revs: tokio::sync::watch::Sender::new(rev),
             state: RwLock::new(State {
                 rev,
                 resources,
@@ -133,6 +137,10 @@ impl MemStore {
 impl Store for MemStore {
     fn current_rev(&self) -> u64 {
         self.state.read().rev
+    }
+
+    fn revisions(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.revs.subscribe()
     }
 
     fn get(&self, resource: &str, key: &str) -> Option<Arc<Record>> {
@@ -280,6 +288,8 @@ impl Store for MemStore {
             // No receivers is fine: nobody watches this resource right now.
             let _ = ch.send(event.clone());
         }
+        // Under the state lock, so waiters see revisions in order.
+        self.revs.send_replace(new_rev);
         if let Some(p) = &self.persister {
             p.submit(op);
         }

@@ -220,6 +220,7 @@ async fn resource(
                     resource: r.clone(),
                     namespace: ns.to_string(),
                     opts,
+                    endless: false,
                 })?;
                 return Ok(super::watch::stream(app.clone(), r, rx, format));
             }

@@ -39,6 +39,12 @@ pub struct WatchRequest {
     pub resource: Arc<ResourceInfo>,
     pub namespace: String,
     pub opts: ListOptions,
+    /// Without `timeoutSeconds`, run until the client leaves rather than
+    /// for kube-apiserver's random 30–60 minutes. That limit spreads HTTP
+    /// connections over servers; an in-process watcher has no connection,
+    /// and restarting its watch would only cost work (in simulated months,
+    /// hundreds of thousands of restarts).
+    pub endless: bool,
 }
 
 struct Plan {
@@ -134,21 +140,22 @@ impl Server {
     ) -> Result<mpsc::Receiver<WatchFrame>, ApiError> {
         let plan = self.plan_watch(&req)?;
         let (tx, rx) = mpsc::channel(256);
-        let timeout = Duration::from_secs(
-            req.opts
-                .timeout_seconds
-                .unwrap_or_else(|| 1800 + self.rng.below(1800)),
-        );
+        let timeout = match (req.opts.timeout_seconds, req.endless) {
+            (Some(s), _) => Some(Duration::from_secs(s)),
+            (None, true) => None,
+            (None, false) => Some(Duration::from_secs(1800 + self.rng.below(1800))),
+        };
         let server = self.clone();
         let bookmarks = req.opts.allow_bookmarks;
         tokio::spawn(async move {
-            let clock = server.clock.clone();
-            let _ = clock
-                .timeout(
-                    timeout,
-                    server.run_watch(req.resource.clone(), plan, bookmarks, &tx),
-                )
-                .await;
+            let watching = server.run_watch(req.resource.clone(), plan, bookmarks, &tx);
+            match timeout {
+                Some(t) => {
+                    let clock = server.clock.clone();
+                    let _ = clock.timeout(t, watching).await;
+                }
+                None => watching.await,
+            }
             if bookmarks && !tx.is_closed() {
                 let _ = tx
                     .send(WatchFrame::Bookmark {
@@ -200,6 +207,12 @@ impl Server {
         };
         let mut ticker = self.clock.interval(BOOKMARK_EVERY);
         ticker.tick().await;
+        // The newest revision the client knows of, from an event or a
+        // bookmark. A bookmark that would repeat it tells nothing, so the
+        // ticker then rests until the store moves on: an idle cluster (or
+        // simulated months without jobs) costs no wake-ups per watch.
+        let mut told = plan.from;
+        let mut resting: Option<tokio::sync::watch::Receiver<u64>> = None;
         loop {
             tokio::select! {
                 // A fixed polling order: the same inputs give the same run.
@@ -210,9 +223,10 @@ impl Server {
                         if tx.send(frame).await.is_err() {
                             return;
                         }
+                        told = ev.rev;
                     }
                 }
-                _ = ticker.tick(), if bookmarks => {
+                _ = ticker.tick(), if bookmarks && resting.is_none() => {
                     // Everything up to `rev` is already queued in the stream:
                     // deliver it first so the bookmark never overtakes an event.
                     let rev = self.store.current_rev();
@@ -221,11 +235,28 @@ impl Server {
                             if tx.send(frame).await.is_err() {
                                 return;
                             }
+                            told = ev.rev;
                         }
                     }
-                    if tx.send(WatchFrame::Bookmark { rev: rev.max(stream.last_rev()), initial_end: false }).await.is_err() {
+                    let rev = rev.max(stream.last_rev());
+                    if rev <= told {
+                        // Subscribing marks the current revision as seen.
+                        let revs = self.store.revisions();
+                        // A write between the read above and subscribing
+                        // is not missed: it is newer than `told`.
+                        if self.store.current_rev() <= told {
+                            resting = Some(revs);
+                        }
+                        continue;
+                    }
+                    if tx.send(WatchFrame::Bookmark { rev, initial_end: false }).await.is_err() {
                         return;
                     }
+                    told = rev;
+                }
+                _ = async { resting.as_mut().expect("guarded").changed().await }, if resting.is_some() => {
+                    resting = None;
+                    ticker.reset();
                 }
                 _ = tx.closed() => return,
             }

@@ -42,9 +42,15 @@ pub struct BenchArgs {
     /// replicas (controllers and scheduler together) instead of directly.
     #[arg(long)]
     pub deployment: bool,
-    /// `simulate`: jobs in the synthetic trace.
+    /// `simulate`: jobs to run (from the synthetic trace, or from `--trace`
+    /// repeated as often as needed).
     #[arg(long, default_value_t = 100_000)]
     pub jobs: usize,
+    /// `simulate`: a workload file (e.g. an SWF trace) instead of the
+    /// synthetic trace. Copies of it follow one another in time until there
+    /// are `--jobs` jobs; SWF processors are capped at a node's 16 cpus.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
     /// `load`: actions per second the runner is asked for.
     #[arg(long, default_value_t = 5_000.0)]
     pub qps: f64,

@@ -1,8 +1,10 @@
-//! `kubesim bench simulate`: a synthetic trace of `--jobs` jobs through
-//! the whole control plane in virtual time, timed on the wall clock.
+//! `kubesim bench simulate`: `--jobs` jobs (a synthetic trace, or copies
+//! of a real one) through the whole control plane in virtual time, timed
+//! on the wall clock.
 
 use kubesim_runtime::{Clock, Rng};
 use kubesim_sim::engine::{simulate, Setup, SimJob};
+use kubesim_sim::workload::{self, ReadOptions, SwfOptions};
 use kubesim_sim::{cluster, output::summary::Summary};
 
 use super::bench::{cpu_seconds, status_kib, BenchArgs};
@@ -31,10 +33,46 @@ fn trace(n: usize, rng: &Rng) -> Vec<SimJob> {
         .collect()
 }
 
+/// The cpus of every benchmark node; SWF jobs are capped at it.
+const NODE_CPUS: u32 = 16;
+
+/// `n` jobs from copies of `file`, each copy arriving after the one before
+/// it (shifted by the trace's span plus a second), ids made unique by the
+/// copy's number.
+fn repeated(file: &std::path::Path, n: usize) -> anyhow::Result<Vec<SimJob>> {
+    let opts = ReadOptions {
+        swf: SwfOptions {
+            max_procs: Some(NODE_CPUS),
+            normalise_to: None,
+        },
+        ..ReadOptions::default()
+    };
+    let (one, _) = workload::read_file(file, "w0", &opts).map_err(|e| anyhow::anyhow!(e))?;
+    if one.is_empty() {
+        anyhow::bail!("{} holds no job kubesim can run", file.display());
+    }
+    let span = one.iter().map(|j| j.submit).fold(0.0, f64::max) + 1.0;
+    Ok((0..)
+        .flat_map(|copy| {
+            one.iter().map(move |j| SimJob {
+                id: format!("{copy}-{}", j.id),
+                submit: j.submit + span * copy as f64,
+                ..j.clone()
+            })
+        })
+        .take(n)
+        .collect())
+}
+
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
-    let jobs = trace(args.jobs, &Rng::seeded(7));
+    let jobs = match &args.trace {
+        Some(file) => repeated(file, args.jobs)?,
+        None => trace(args.jobs, &Rng::seeded(7)),
+    };
+    let n = jobs.len();
     let nodes = cluster::nodes(
-        &cluster::uniform(args.nodes as u32, "16", "64Gi").map_err(|e| anyhow::anyhow!(e))?,
+        &cluster::uniform(args.nodes as u32, &NODE_CPUS.to_string(), "64Gi")
+            .map_err(|e| anyhow::anyhow!(e))?,
     );
     let setup = Setup::new(nodes);
     let wall = Clock::wall();
@@ -44,13 +82,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let cpu = cpu_seconds("self") - cpu0;
     let s = Summary::of(&run);
     println!(
-        "simulate: {} jobs on {} nodes of 16 cpus: {:.0} s ({:.1} days) simulated in {secs:.2} s of wall time ({:.0}x real time, {:.0} jobs/s), CPU {cpu:.1} s",
-        args.jobs,
+        "simulate: {n} jobs on {} nodes of {NODE_CPUS} cpus: {:.0} s ({:.1} days) simulated in {secs:.2} s of wall time ({:.0}x real time, {:.0} jobs/s), CPU {cpu:.1} s",
         args.nodes,
         run.simulated,
         run.simulated / 86400.0,
         run.simulated / secs.max(1e-9),
-        args.jobs as f64 / secs.max(1e-9)
+        n as f64 / secs.max(1e-9)
     );
     println!(
         "  makespan {:.0} s, mean waiting {:.1} s, utilisation {:.1} %, {} finished, peak RSS {} MiB",
