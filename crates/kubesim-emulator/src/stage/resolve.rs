@@ -2,10 +2,8 @@
 //! watch: built-in kinds from the registry, custom ones from the
 //! CustomResourceDefinitions the cluster serves.
 
-use std::sync::Arc;
-
 use kubesim_core::resource::split_api_version;
-use kubesim_core::{meta, Registry, ResourceInfo};
+use kubesim_core::{meta, Registry};
 use kubesim_runtime::{Cache, ResourceRef};
 use serde_json::Value;
 
@@ -13,15 +11,12 @@ use serde_json::Value;
 #[derive(Clone)]
 pub struct Target {
     pub resource: ResourceRef,
-    /// Built-in kinds only: what strategic merge needs.
-    pub info: Option<Arc<ResourceInfo>>,
 }
 
 pub fn resolve(registry: &Registry, crds: &Cache, api_version: &str, kind: &str) -> Option<Target> {
     if let Some(info) = registry.by_kind(api_version, kind) {
         return Some(Target {
             resource: ResourceRef::new(&info.group, &info.version, &info.plural),
-            info: Some(info),
         });
     }
     let (group, version) = split_api_version(api_version);
@@ -51,7 +46,6 @@ fn from_crd(crd: &Value, group: &str, version: &str, kind: &str) -> Option<Targe
     let plural = meta::path(spec, "names.plural").and_then(Value::as_str)?;
     Some(Target {
         resource: ResourceRef::new(group, version, plural),
-        info: None,
     })
 }
 
@@ -66,7 +60,6 @@ mod tests {
         let crds = Cache::default();
         let pod = resolve(&reg, &crds, "v1", "Pod").unwrap();
         assert_eq!(pod.resource, ResourceRef::core("pods"));
-        assert!(pod.info.is_some());
         assert!(resolve(&reg, &crds, "example.com/v1", "Widget").is_none());
         crds.upsert(json!({"metadata": {"name": "widgets.example.com"},
             "spec": {"group": "example.com", "scope": "Cluster",
@@ -74,7 +67,6 @@ mod tests {
                 "versions": [{"name": "v1", "served": true}]}}));
         let w = resolve(&reg, &crds, "example.com/v1", "Widget").unwrap();
         assert_eq!(w.resource, ResourceRef::new("example.com", "v1", "widgets"));
-        assert!(w.info.is_none());
         assert!(resolve(&reg, &crds, "example.com/v2", "Widget").is_none());
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use kubesim_core::patch::{self, PatchType};
+use kubesim_core::patch::PatchType;
 use kubesim_core::{meta, ApiError, Registry};
 use kubesim_runtime::{Api, DeleteOptions, EventRecorder, EventType, ResourceRef, WriteOptions};
 use serde_json::{json, Value};
@@ -132,7 +132,9 @@ impl Steps<'_> {
         render(t, obj, &self.funcs).map_err(ApiError::bad_request)
     }
 
-    /// Renders and sends a patch, unless applying it would change nothing.
+    /// Renders and sends a patch. None: it changed nothing, which the
+    /// server tells by keeping the resourceVersion (it writes nothing then),
+    /// so an immediate next stage is not tried again on the same object.
     async fn patch_step(
         &self,
         stage: &Stage,
@@ -144,31 +146,10 @@ impl Steps<'_> {
         else {
             return Ok(None);
         };
-        if !self.changes(obj, kind, &body) {
-            return Ok(None);
-        }
-        self.patch(obj, kind, body, p.subresource.as_deref())
-            .await
-            .map(Some)
-    }
-
-    /// Whether the patch would change the object, computed locally with the
-    /// server's own patch engines (an error means: let the server decide).
-    fn changes(&self, obj: &Value, kind: PatchType, body: &Value) -> bool {
-        let info = match &self.target.info {
-            Some(i) => i.clone(),
-            None if kind == PatchType::Strategic => return true,
-            // Json and merge patches do not consult the resource.
-            None => match self.registry.by_kind("v1", "ConfigMap") {
-                Some(i) => i,
-                None => return true,
-            },
-        };
-        let bytes = body.to_string().into_bytes();
-        match patch::apply_patch(kind, &info, obj, &bytes) {
-            Ok(after) => &after != obj,
-            Err(_) => true,
-        }
+        let after = self
+            .patch(obj, kind, body, p.subresource.as_deref())
+            .await?;
+        Ok((meta::resource_version(&after) != meta::resource_version(obj)).then_some(after))
     }
 
     async fn patch(
