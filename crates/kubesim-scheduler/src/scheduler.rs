@@ -77,15 +77,21 @@ fn pods_ref() -> ResourceRef {
     ResourceRef::core("pods")
 }
 
-/// The pod as an event's involved object needs it (list items carry no
-/// kind).
+/// What of the pod an event's involved object reads (list items carry no
+/// kind), without copying the whole pod for every scheduling attempt.
 fn as_pod_object(pod: &Value) -> Value {
-    let mut p = pod.clone();
-    if p.get("kind").is_none() {
-        p["kind"] = json!("Pod");
-        p["apiVersion"] = json!("v1");
+    let mut m = serde_json::Map::new();
+    for f in ["name", "namespace", "uid", "resourceVersion"] {
+        if let Some(v) = pod.get("metadata").and_then(|m| m.get(f)) {
+            m.insert(f.into(), v.clone());
+        }
     }
-    p
+    let kind = pod.get("kind").cloned().unwrap_or_else(|| json!("Pod"));
+    let api_version = match pod.get("kind") {
+        Some(_) => pod.get("apiVersion").cloned().unwrap_or(Value::Null),
+        None => json!("v1"),
+    };
+    json!({"kind": kind, "apiVersion": api_version, "metadata": m})
 }
 
 fn is_assigned(pod: &Value) -> bool {
