@@ -612,7 +612,7 @@ impl Server {
                 return Err(ApiError::stale(&resource.plural, &resource.group, name));
             }
             let new = self.prepare_update(resource, ns, name, &cur, proposed, part, mgr)?;
-            if new == cur {
+            if same_object(&new, &cur) {
                 return Ok(WriteResult {
                     obj: cur,
                     created: false,
@@ -797,14 +797,15 @@ impl Server {
             ));
         }
         // None: the mutation keeps managedFields itself (server-side apply).
-        if let (Some(mgr), true) = (mgr, new != *cur) {
+        // Nothing is recorded when nothing changed.
+        if let Some(mgr) = mgr {
             let now = self.now_string();
             let sub = if part == Part::Status {
                 Some("status")
             } else {
                 None
             };
-            patch::track_update(resource, Some(cur), &mut new, mgr, sub, &now);
+            patch::track_update_if_changed(resource, cur, &mut new, mgr, sub, &now);
         }
         Ok(new)
     }
@@ -893,6 +894,20 @@ fn same_but_status(cur: &Value, proposed: &Value) -> bool {
                     .all(|((ck, cv), (pk, pv))| ck == pk && (ck == "status" || cv == pv))
         }
         _ => false,
+    }
+}
+
+/// `a == b`, with `status` compared first: most writes are status writes,
+/// and a whole-object comparison would go through the unchanged metadata
+/// (managedFields included) and spec before reaching it.
+fn same_object(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.get("status") == b.get("status")
+                && a.iter().all(|(k, v)| k == "status" || b.get(k) == Some(v))
+        }
+        _ => a == b,
     }
 }
 
