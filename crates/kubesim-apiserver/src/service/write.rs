@@ -80,18 +80,16 @@ fn keeps_status_on_create(resource: &ResourceInfo) -> bool {
     ) || !resource.has_subresource("status")
 }
 
-/// Everything but metadata and status: what bumps `generation`.
-fn spec_part(obj: &Value) -> Map<String, Value> {
-    obj.as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
+/// Whether anything but metadata and status (what bumps `generation`)
+/// differs, compared in place rather than on copies.
+fn spec_differs(a: &Value, b: &Value) -> bool {
+    fn spec(obj: &Value) -> impl Iterator<Item = (&String, &Value)> {
+        obj.as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+    }
+    spec(a).count() != spec(b).count() || spec(a).any(|(k, v)| b.get(k) != Some(v))
 }
 
 /// The field manager name, from `?fieldManager` or the User-Agent's program.
@@ -769,7 +767,7 @@ impl Server {
                 }
             }
         }
-        if tracks_generation(resource) && part == Part::Main && spec_part(&new) != spec_part(cur) {
+        if tracks_generation(resource) && part == Part::Main && spec_differs(&new, cur) {
             let g = cur
                 .get("metadata")
                 .and_then(|m| m.get("generation"))
@@ -930,4 +928,43 @@ fn namespace_finalizers_pending(resource: &ResourceInfo, obj: &Value) -> bool {
             .and_then(|s| s.get("finalizers"))
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_differs_ignores_metadata_and_status() {
+        let a = json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},
+            "spec":{"x":1,"y":2},"status":{"phase":"Pending"}});
+        let mut b = json!({"spec":{"y":2,"x":1},"status":{},"metadata":{"name":"b"},
+            "kind":"Pod","apiVersion":"v2"});
+        assert!(!spec_differs(&a, &b));
+        b["extra"] = json!(null);
+        assert!(spec_differs(&a, &b));
+        assert!(spec_differs(&b, &a));
+        b.as_object_mut().unwrap().remove("extra");
+        b["spec"]["x"] = json!(3);
+        assert!(spec_differs(&a, &b));
+        assert!(!spec_differs(&json!(1), &json!({"status":{}})));
+    }
+
+    #[test]
+    fn same_object_is_equality() {
+        let a = json!({"metadata":{"name":"a"},"spec":{"x":1},"status":{"p":1}});
+        let b = json!({"status":{"p":1},"spec":{"x":1},"metadata":{"name":"a"}});
+        assert!(same_object(&a, &b));
+        for other in [
+            json!({"metadata":{"name":"a"},"spec":{"x":1}}),
+            json!({"metadata":{"name":"a"},"spec":{"x":1},"status":{"p":2}}),
+            json!({"metadata":{"name":"a"},"spec":{"x":2},"status":{"p":1}}),
+            json!({"metadata":{"name":"a"},"spec":{"x":1},"stat":{"p":1}}),
+            json!([1]),
+        ] {
+            assert_eq!(same_object(&a, &other), a == other, "{other}");
+            assert_eq!(same_object(&other, &a), a == other, "{other}");
+        }
+        assert!(same_object(&json!([1]), &json!([1])));
+    }
 }
