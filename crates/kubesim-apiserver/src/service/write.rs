@@ -80,18 +80,16 @@ fn keeps_status_on_create(resource: &ResourceInfo) -> bool {
     ) || !resource.has_subresource("status")
 }
 
-/// Everything but metadata and status: what bumps `generation`.
-fn spec_part(obj: &Value) -> Map<String, Value> {
-    obj.as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
+/// Whether anything but metadata and status (what bumps `generation`)
+/// differs, compared in place rather than on copies.
+fn spec_differs(a: &Value, b: &Value) -> bool {
+    fn spec(obj: &Value) -> impl Iterator<Item = (&String, &Value)> {
+        obj.as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+    }
+    spec(a).count() != spec(b).count() || spec(a).any(|(k, v)| b.get(k) != Some(v))
 }
 
 /// The field manager name, from `?fieldManager` or the User-Agent's program.
@@ -612,7 +610,7 @@ impl Server {
                 return Err(ApiError::stale(&resource.plural, &resource.group, name));
             }
             let new = self.prepare_update(resource, ns, name, &cur, proposed, part, mgr)?;
-            if new == cur {
+            if same_object(&new, &cur) {
                 return Ok(WriteResult {
                     obj: cur,
                     created: false,
@@ -769,7 +767,7 @@ impl Server {
                 }
             }
         }
-        if tracks_generation(resource) && part == Part::Main && spec_part(&new) != spec_part(cur) {
+        if tracks_generation(resource) && part == Part::Main && spec_differs(&new, cur) {
             let g = cur
                 .get("metadata")
                 .and_then(|m| m.get("generation"))
@@ -797,14 +795,15 @@ impl Server {
             ));
         }
         // None: the mutation keeps managedFields itself (server-side apply).
-        if let (Some(mgr), true) = (mgr, new != *cur) {
+        // Nothing is recorded when nothing changed.
+        if let Some(mgr) = mgr {
             let now = self.now_string();
             let sub = if part == Part::Status {
                 Some("status")
             } else {
                 None
             };
-            patch::track_update(resource, Some(cur), &mut new, mgr, sub, &now);
+            patch::track_update_if_changed(resource, cur, &mut new, mgr, sub, &now);
         }
         Ok(new)
     }
@@ -896,6 +895,20 @@ fn same_but_status(cur: &Value, proposed: &Value) -> bool {
     }
 }
 
+/// `a == b`, with `status` compared first: most writes are status writes,
+/// and a whole-object comparison would go through the unchanged metadata
+/// (managedFields included) and spec before reaching it.
+fn same_object(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.get("status") == b.get("status")
+                && a.iter().all(|(k, v)| k == "status" || b.get(k) == Some(v))
+        }
+        _ => a == b,
+    }
+}
+
 /// Whether a deleting object may go: its grace period is zero (finalizer
 /// deletions) — a graceful pod waits for its kubelet's final delete.
 fn grace_elapsed(obj: &Value) -> bool {
@@ -915,4 +928,43 @@ fn namespace_finalizers_pending(resource: &ResourceInfo, obj: &Value) -> bool {
             .and_then(|s| s.get("finalizers"))
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_differs_ignores_metadata_and_status() {
+        let a = json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},
+            "spec":{"x":1,"y":2},"status":{"phase":"Pending"}});
+        let mut b = json!({"spec":{"y":2,"x":1},"status":{},"metadata":{"name":"b"},
+            "kind":"Pod","apiVersion":"v2"});
+        assert!(!spec_differs(&a, &b));
+        b["extra"] = json!(null);
+        assert!(spec_differs(&a, &b));
+        assert!(spec_differs(&b, &a));
+        b.as_object_mut().unwrap().remove("extra");
+        b["spec"]["x"] = json!(3);
+        assert!(spec_differs(&a, &b));
+        assert!(!spec_differs(&json!(1), &json!({"status":{}})));
+    }
+
+    #[test]
+    fn same_object_is_equality() {
+        let a = json!({"metadata":{"name":"a"},"spec":{"x":1},"status":{"p":1}});
+        let b = json!({"status":{"p":1},"spec":{"x":1},"metadata":{"name":"a"}});
+        assert!(same_object(&a, &b));
+        for other in [
+            json!({"metadata":{"name":"a"},"spec":{"x":1}}),
+            json!({"metadata":{"name":"a"},"spec":{"x":1},"status":{"p":2}}),
+            json!({"metadata":{"name":"a"},"spec":{"x":2},"status":{"p":1}}),
+            json!({"metadata":{"name":"a"},"spec":{"x":1},"stat":{"p":1}}),
+            json!([1]),
+        ] {
+            assert_eq!(same_object(&a, &other), a == other, "{other}");
+            assert_eq!(same_object(&other, &a), a == other, "{other}");
+        }
+        assert!(same_object(&json!([1]), &json!([1])));
+    }
 }

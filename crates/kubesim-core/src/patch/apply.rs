@@ -40,17 +40,17 @@ const SKELETON: &[&str] = &[
     "resources",
 ];
 
-struct Walker<'a> {
-    resource: &'a ResourceInfo,
+pub(super) struct Walker<'a> {
+    pub(super) resource: &'a ResourceInfo,
 }
 
 /// Result of comparing two versions of an object.
 #[derive(Default)]
-struct Comparison {
+pub(super) struct Comparison {
     /// Paths added or modified.
-    changed: FieldSet,
+    pub(super) changed: FieldSet,
     /// Paths (roots of subtrees) that disappeared.
-    removed: FieldSet,
+    pub(super) removed: FieldSet,
 }
 
 impl Walker<'_> {
@@ -67,7 +67,7 @@ impl Walker<'_> {
     }
 
     /// Fields never tracked: type info at the root, server-set metadata.
-    fn ignored(names: &[String], key: &str) -> bool {
+    pub(super) fn ignored(names: &[String], key: &str) -> bool {
         match names {
             [] => key == "apiVersion" || key == "kind",
             [m] if m == "metadata" => SERVER_META.contains(&key),
@@ -146,7 +146,7 @@ impl Walker<'_> {
     }
 
     /// Compares `old` and `new` below `path`.
-    fn compare(
+    pub(super) fn compare(
         &self,
         names: &mut Vec<String>,
         old: Option<&Value>,
@@ -257,8 +257,9 @@ impl Walker<'_> {
             let (ov, nv) = (o.get(k), n.get(k));
             // An unchanged field changes no ownership below it; most writes
             // touch a few fields of a large object, so this skips nearly
-            // all of the walk.
-            if ov == nv || Self::ignored(names, k) {
+            // all of the walk. Ignored fields are tested first: comparing
+            // them (managedFields above all) would be wasted.
+            if Self::ignored(names, k) || ov == nv {
                 continue;
             }
             names.push(k.clone());
@@ -532,70 +533,4 @@ pub fn apply(
     }
     managed_fields::write(&mut out, entries);
     Ok(out)
-}
-
-/// Update tracking; see [`super::track_update`].
-pub fn track(
-    resource: &ResourceInfo,
-    old: Option<&Value>,
-    new: &mut Value,
-    manager: &str,
-    subresource: Option<&str>,
-    now: &str,
-) {
-    if !new.is_object() {
-        return;
-    }
-    // A client may replace managedFields by sending a different list (an
-    // empty one resets ownership); otherwise the stored entries carry over.
-    let sent = managed_fields::raw(new).cloned();
-    let stored = old.and_then(managed_fields::raw).cloned();
-    let mut entries = match (&sent, old) {
-        (Some(s), _) if Some(s) != stored.as_ref() => managed_fields::read(new),
-        (_, Some(o)) => managed_fields::read(o),
-        _ => Vec::new(),
-    };
-
-    let w = Walker { resource };
-    let mut cmp = Comparison::default();
-    let empty = Value::Object(Map::new());
-    w.compare(
-        &mut Vec::new(),
-        Some(old.unwrap_or(&empty)),
-        Some(new),
-        &mut Vec::new(),
-        &mut cmp,
-    );
-    let removed = cmp.removed.paths();
-    for e in entries.iter_mut() {
-        e.fields.difference(&cmp.changed);
-        for p in &removed {
-            e.fields.remove_tree(p);
-        }
-        e.fields.prune();
-    }
-    if !cmp.changed.is_empty() {
-        // Subresource writers (status, scale) are recorded in the version of
-        // the object whose fields they changed.
-        let api_version = resource.api_version();
-        match entries
-            .iter_mut()
-            .find(|e| e.is(manager, "Update", subresource))
-        {
-            Some(e) => {
-                e.fields.union(&cmp.changed);
-                e.time = Some(now.to_string());
-                e.api_version = api_version;
-            }
-            None => entries.push(ManagedEntry {
-                manager: manager.to_string(),
-                operation: "Update".into(),
-                api_version,
-                time: Some(now.to_string()),
-                subresource: subresource.map(str::to_string),
-                fields: cmp.changed,
-            }),
-        }
-    }
-    managed_fields::write(new, entries);
 }

@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::fieldpath::FieldSet;
+use super::fields_v1;
 
 /// One `metadata.managedFields` entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +38,17 @@ impl ManagedEntry {
         s
     }
 
+    /// Where the entry sorts in the stored list.
+    pub(super) fn sort_key(&self) -> SortKey<'_> {
+        SortKey {
+            operation: &self.operation,
+            time: self.time.as_deref(),
+            manager: &self.manager,
+            api_version: &self.api_version,
+            subresource: self.subresource.as_deref(),
+        }
+    }
+
     pub fn to_value(&self) -> Value {
         let mut m = Map::new();
         m.insert("manager".into(), self.manager.clone().into());
@@ -53,7 +65,7 @@ impl ManagedEntry {
         Value::Object(m)
     }
 
-    fn from_value(v: &Value) -> Option<ManagedEntry> {
+    pub(super) fn from_value(v: &Value) -> Option<ManagedEntry> {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         Some(ManagedEntry {
             manager: s("manager").unwrap_or_default(),
@@ -66,6 +78,94 @@ impl ManagedEntry {
                 .map(FieldSet::from_fields_v1)
                 .unwrap_or_default(),
         })
+    }
+}
+
+/// The order of the stored list, as upstream sorts it: appliers first,
+/// then by time, manager, apiVersion and subresource.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct SortKey<'a> {
+    operation: &'a str,
+    time: Option<&'a str>,
+    manager: &'a str,
+    api_version: &'a str,
+    subresource: Option<&'a str>,
+}
+
+/// An entry as JSON, read the way [`ManagedEntry::from_value`] reads it
+/// but without parsing its field set.
+#[derive(Clone, Copy)]
+pub(super) struct RawEntry<'a>(pub(super) &'a Value);
+
+impl<'a> RawEntry<'a> {
+    fn str(&self, k: &str) -> Option<&'a str> {
+        self.0.get(k).and_then(Value::as_str)
+    }
+
+    /// Entries without an operation are dropped on reading.
+    pub(super) fn readable(&self) -> bool {
+        self.str("operation").is_some()
+    }
+
+    /// [`ManagedEntry::is`] of the entry this one reads as.
+    pub(super) fn is(&self, manager: &str, operation: &str, subresource: Option<&str>) -> bool {
+        self.str("manager").unwrap_or_default() == manager
+            && self.str("operation") == Some(operation)
+            && self.str("subresource").filter(|s| !s.is_empty()) == subresource
+    }
+
+    /// [`ManagedEntry::sort_key`] of the entry this one reads as.
+    pub(super) fn sort_key(&self) -> SortKey<'a> {
+        SortKey {
+            operation: self.str("operation").unwrap_or_default(),
+            time: self.str("time"),
+            manager: self.str("manager").unwrap_or_default(),
+            api_version: self.str("apiVersion").unwrap_or_default(),
+            subresource: self.str("subresource").filter(|s| !s.is_empty()),
+        }
+    }
+
+    /// The fieldsV1 object, when the entry is canonical.
+    pub(super) fn fields(&self) -> Option<&'a Map<String, Value>> {
+        self.0.get("fieldsV1").and_then(Value::as_object)
+    }
+
+    /// Whether reading the entry and writing it back gives it unchanged,
+    /// key order included: then it can be stored as it is.
+    pub(super) fn is_canonical(&self) -> bool {
+        let Some(m) = self.0.as_object() else {
+            return false;
+        };
+        let mut it = m.iter().peekable();
+        // The members `to_value` writes, in its order; time and
+        // subresource are optional.
+        for (name, required) in [
+            ("manager", true),
+            ("operation", true),
+            ("apiVersion", true),
+            ("time", false),
+            ("fieldsType", true),
+            ("fieldsV1", true),
+            ("subresource", false),
+        ] {
+            match it.peek() {
+                Some((k, v)) if k.as_str() == name => {
+                    let ok = match name {
+                        "fieldsType" => v.as_str() == Some("FieldsV1"),
+                        "fieldsV1" => fields_v1::is_canonical(v),
+                        "subresource" => v.as_str().is_some_and(|s| !s.is_empty()),
+                        _ => v.is_string(),
+                    };
+                    if !ok {
+                        return false;
+                    }
+                    it.next();
+                }
+                _ if required => return false,
+                _ => {}
+            }
+        }
+        it.next().is_none()
     }
 }
 
@@ -86,14 +186,12 @@ pub fn read(obj: &Value) -> Vec<ManagedEntry> {
 /// apiVersion and subresource.
 pub fn write(obj: &mut Value, mut entries: Vec<ManagedEntry>) {
     entries.retain(|e| !e.fields.is_empty());
-    entries.sort_by(|a, b| {
-        a.operation
-            .cmp(&b.operation)
-            .then_with(|| a.time.cmp(&b.time))
-            .then_with(|| a.manager.cmp(&b.manager))
-            .then_with(|| a.api_version.cmp(&b.api_version))
-            .then_with(|| a.subresource.cmp(&b.subresource))
-    });
+    entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    store(obj, entries.iter().map(ManagedEntry::to_value).collect());
+}
+
+/// Stores already sorted, non-empty entries; none removes the list.
+pub(super) fn store(obj: &mut Value, entries: Vec<Value>) {
     let Some(root) = obj.as_object_mut() else {
         return;
     };
@@ -107,10 +205,7 @@ pub fn write(obj: &mut Value, mut entries: Vec<ManagedEntry>) {
         if entries.is_empty() {
             meta.remove("managedFields");
         } else {
-            meta.insert(
-                "managedFields".into(),
-                Value::Array(entries.iter().map(ManagedEntry::to_value).collect()),
-            );
+            meta.insert("managedFields".into(), Value::Array(entries));
         }
     }
 }

@@ -3,10 +3,12 @@
 
 pub mod apply;
 pub mod fieldpath;
+mod fields_v1;
 pub mod json;
 pub mod managed_fields;
 pub mod strategic;
 pub mod strategy;
+mod track;
 
 use serde_json::Value;
 
@@ -97,8 +99,24 @@ pub fn track_update(
     subresource: Option<&str>,
     now: &str,
 ) {
-    apply::track(resource, old, new, manager, subresource, now)
+    track::track(resource, old, new, manager, subresource, now)
+}
+
+/// [`track_update`] of a write from `old` to `new`, skipped when the two are
+/// equal; cheaper than comparing them first, since the comparison that
+/// finds the changed fields also tells whether anything changed.
+pub fn track_update_if_changed(
+    resource: &ResourceInfo,
+    old: &Value,
+    new: &mut Value,
+    manager: &str,
+    subresource: Option<&str>,
+    now: &str,
+) {
+    track::track_if_changed(resource, old, new, manager, subresource, now)
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod track_tests;
