@@ -220,6 +220,8 @@ async fn resource(
                     resource: r.clone(),
                     namespace: ns.to_string(),
                     opts,
+                    // Clients are sent the bytes.
+                    values: None,
                 })?;
                 return Ok(super::watch::stream(app.clone(), r, rx, format));
             }

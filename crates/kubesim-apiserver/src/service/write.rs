@@ -389,6 +389,7 @@ impl Server {
                 name,
             ));
         }
+        self.handoff.commit(&committed, &obj);
         self.store
             .wait_durable(committed.rev)
             .await
@@ -877,6 +878,7 @@ impl Server {
         if raced {
             return Ok(None);
         }
+        self.handoff.commit(&committed, &new);
         Ok(Some((if remove { None } else { Some(new) }, committed.rev)))
     }
 }
