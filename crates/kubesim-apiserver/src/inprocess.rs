@@ -77,12 +77,22 @@ fn quiet(opts: &WriteOptions) -> WriteOptions {
     opts
 }
 
-/// A watch frame as components see it, with the object's bytes. Frames
-/// whose object does not parse (which the server never sends) become
-/// errors rather than being dropped, so a consumer notices and relists.
+/// A watch frame as components see it, with the object's bytes. The object
+/// is the one the frame carries when the server built it from the
+/// committed value (equal to what `decode` gives, at a fraction of the
+/// cost), else decoded. Frames whose object does not parse (which the
+/// server never sends) become errors rather than being dropped, so a
+/// consumer notices and relists.
 fn to_event(frame: WatchFrame, decode: Decode) -> (WatchEvent, Option<Bytes>) {
     match frame {
-        WatchFrame::Event { kind, object } => match decode(&object) {
+        WatchFrame::Event {
+            kind,
+            object,
+            value,
+        } => match value.map_or_else(
+            || decode.bytes(&object),
+            |v| Ok(Arc::try_unwrap(v).unwrap_or_else(|v| Value::clone(&v))),
+        ) {
             Ok(obj) => {
                 let ev = match kind {
                     "ADDED" => WatchEvent::Added(obj),
@@ -301,8 +311,7 @@ impl Api for InProcess {
         ns: &str,
         opts: &ListOptions,
     ) -> Result<BoxStream<'static, (WatchEvent, Option<Bytes>)>, ApiError> {
-        self.watch_decoded(r, ns, opts, |json| serde_json::from_slice(json))
-            .await
+        self.watch_decoded(r, ns, opts, Decode::Full).await
     }
 
     async fn watch_decoded(
@@ -319,6 +328,7 @@ impl Api for InProcess {
             namespace: ns.to_string(),
             opts: opts.clone(),
             endless: true,
+            values: Some(decode),
         })?;
         let stream = futures::stream::unfold(rx, move |mut rx| async move {
             let frame = rx.recv().await?;

@@ -101,7 +101,7 @@ impl Entry {
     fn parse(&self, shape: Option<(Transform, Decode)>) -> Arc<Value> {
         // The bytes were serialized from a Value, so they parse back.
         Arc::new(match shape {
-            Some((t, decode)) => t(decode(&self.json).unwrap_or(Value::Null)),
+            Some((t, decode)) => t(decode.bytes(&self.json).unwrap_or(Value::Null)),
             None => decode::without_managed_fields(&self.json).unwrap_or(Value::Null),
         })
     }

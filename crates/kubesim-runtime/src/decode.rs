@@ -11,8 +11,29 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-/// Turns an object's serialized JSON into the value a consumer keeps.
-pub type Decode = fn(&[u8]) -> serde_json::Result<Value>;
+/// What of an object's serialized JSON a consumer keeps. A transport that
+/// holds an object already decoded may build the same value from it
+/// instead, so each shape is named rather than given as a function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decode {
+    /// Everything.
+    Full,
+    /// [`without_managed_fields`].
+    WithoutManagedFields,
+    /// [`metadata_only`].
+    MetadataOnly,
+}
+
+impl Decode {
+    /// Decodes `json` into this shape.
+    pub fn bytes(self, json: &[u8]) -> serde_json::Result<Value> {
+        match self {
+            Decode::Full => serde_json::from_slice(json),
+            Decode::WithoutManagedFields => without_managed_fields(json),
+            Decode::MetadataOnly => metadata_only(json),
+        }
+    }
+}
 
 /// The whole object but `metadata.managedFields`.
 pub fn without_managed_fields(json: &[u8]) -> serde_json::Result<Value> {

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 
 pub use crate::cache::Cache;
 use crate::cache::Lazy;
-use crate::decode::{self, Decode};
+use crate::decode::Decode;
 use crate::{Api, Clock, ListOptions, ResourceRef, WatchEvent};
 
 /// `namespace/name` (namespace empty for cluster-scoped objects), ordered so
@@ -168,7 +168,7 @@ impl Informer {
             field_selector,
             clock,
             transform: None,
-            decode: decode::without_managed_fields,
+            decode: Decode::WithoutManagedFields,
             cache: Arc::default(),
             handlers: Mutex::new(Vec::new()),
             synced: watch::channel(false).0,
@@ -179,8 +179,8 @@ impl Informer {
         if let Some(i) = Arc::get_mut(&mut self) {
             // Both shapes keep metadata at most.
             i.transform = Some(t);
-            i.decode = decode::metadata_only;
-            i.cache = Arc::new(Cache::shaped(t, decode::metadata_only));
+            i.decode = Decode::MetadataOnly;
+            i.cache = Arc::new(Cache::shaped(t, Decode::MetadataOnly));
         }
         self
     }

@@ -221,6 +221,8 @@ async fn resource(
                     namespace: ns.to_string(),
                     opts,
                     endless: false,
+                    // Clients are sent the bytes.
+                    values: None,
                 })?;
                 return Ok(super::watch::stream(app.clone(), r, rx, format));
             }

@@ -46,7 +46,7 @@ fn line(kind: &str, object: &[u8]) -> Bytes {
 impl StreamState {
     fn render(&mut self, frame: WatchFrame) -> Bytes {
         match frame {
-            WatchFrame::Event { kind, object } => match self.format {
+            WatchFrame::Event { kind, object, .. } => match self.format {
                 Format::Json => line(kind, &object),
                 Format::Table { v1beta1 } => {
                     let obj: Value = serde_json::from_slice(&object).unwrap_or(Value::Null);

@@ -8,10 +8,12 @@ pub mod attrs;
 mod bootstrap;
 mod crd;
 pub mod delete;
+mod handoff;
 mod jwt;
 pub mod logs;
 pub mod read;
 pub mod reviews;
+pub(crate) mod shaped;
 mod special;
 pub mod subresource;
 mod token;
@@ -45,6 +47,8 @@ pub struct Server {
     /// Signs and checks service account tokens; its secret is replaced by
     /// the stored one at bootstrap.
     pub(crate) tokens: parking_lot::RwLock<jwt::Signer>,
+    /// Committed values on their way to in-process watchers.
+    pub(crate) handoff: handoff::Handoff,
 }
 
 impl Server {
@@ -56,6 +60,7 @@ impl Server {
             rng: rng.clone(),
             ips: parking_lot::Mutex::new(special::IpAllocator::default()),
             tokens: parking_lot::RwLock::new(jwt::Signer::new(|| rng.uuid().into_bytes())),
+            handoff: handoff::Handoff::default(),
         });
         s.load_custom_resources();
         s
@@ -123,7 +128,7 @@ pub(crate) fn encode(obj: &Value) -> Bytes {
 }
 
 /// The keys of `apiVersion`, `kind` and `metadata`, written first.
-const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
+pub(crate) const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// An object serialized with its head keys first, the rest in order: the
 /// same bytes as a reordered copy of the map would give, without copying

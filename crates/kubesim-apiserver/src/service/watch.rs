@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kubesim_core::{meta, ApiError, Cause, ResourceInfo};
+use kubesim_core::{convert, meta, ApiError, Cause, ResourceInfo};
+use kubesim_runtime::decode::Decode;
 use kubesim_runtime::ListOptions;
 use kubesim_store::{Event, EventType};
 use serde_json::Value;
@@ -25,6 +26,10 @@ pub enum WatchFrame {
     Event {
         kind: &'static str,
         object: Bytes,
+        /// For watchers that asked for [`WatchRequest::values`]: `object`
+        /// as that shape decodes it, built from the committed value when
+        /// the server had it at hand.
+        value: Option<Arc<Value>>,
     },
     /// Progress notification at `rev`; `initial_end` marks the end of a
     /// streaming list's initial events.
@@ -45,6 +50,10 @@ pub struct WatchRequest {
     /// and restarting its watch would only cost work (in simulated months,
     /// hundreds of thousands of restarts).
     pub endless: bool,
+    /// For a watcher in the same process that decodes objects as `shape`
+    /// does: attach that shape of the committed value to events when the
+    /// server has it at hand (see `handoff`).
+    pub values: Option<Decode>,
 }
 
 struct Plan {
@@ -147,8 +156,9 @@ impl Server {
         };
         let server = self.clone();
         let bookmarks = req.opts.allow_bookmarks;
+        let values = req.values;
         tokio::spawn(async move {
-            let watching = server.run_watch(req.resource.clone(), plan, bookmarks, &tx);
+            let watching = server.run_watch(req.resource.clone(), plan, bookmarks, values, &tx);
             match timeout {
                 Some(t) => {
                     let clock = server.clock.clone();
@@ -173,6 +183,7 @@ impl Server {
         resource: Arc<ResourceInfo>,
         plan: Plan,
         bookmarks: bool,
+        values: Option<Decode>,
         tx: &mpsc::Sender<WatchFrame>,
     ) {
         for object in plan.initial {
@@ -180,6 +191,7 @@ impl Server {
                 .send(WatchFrame::Event {
                     kind: "ADDED",
                     object,
+                    value: None,
                 })
                 .await
                 .is_err()
@@ -198,6 +210,13 @@ impl Server {
         {
             return;
         }
+        // Opened before the subscription, so that every live event committed
+        // from now on can find its value. Converted objects are not the
+        // values that were committed.
+        let inbox = values
+            .filter(|_| !convert::is_converted(&resource))
+            .and_then(|shape| self.handoff.open(&resource.storage_key(), shape));
+        let value = |ev: &Event| inbox.as_ref().and_then(|i| i.take(&ev.record));
         let mut stream = match self.store.watch(&resource.storage_key(), plan.from) {
             Ok(s) => s,
             Err(e) => {
@@ -219,7 +238,7 @@ impl Server {
                 biased;
                 ev = stream.next() => {
                     let Some(ev) = ev else { return };
-                    if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix) {
+                    if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix, value(&ev)) {
                         if tx.send(frame).await.is_err() {
                             return;
                         }
@@ -231,7 +250,7 @@ impl Server {
                     // deliver it first so the bookmark never overtakes an event.
                     let rev = self.store.current_rev();
                     while let Some(ev) = stream.try_next() {
-                        if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix) {
+                        if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix, value(&ev)) {
                             if tx.send(frame).await.is_err() {
                                 return;
                             }
@@ -265,28 +284,30 @@ impl Server {
 }
 
 /// Turns a store event into what this watcher sees: selector enter/leave
-/// become ADDED/DELETED, events of other namespaces vanish.
+/// become ADDED/DELETED, events of other namespaces vanish. `value` is the
+/// watcher's shape of the event's record, which goes with it.
 fn translate(
     resource: &ResourceInfo,
     ev: &Event,
     filter: &Filter,
     prefix: &str,
+    value: Option<Arc<Value>>,
 ) -> Option<WatchFrame> {
     if !ev.key.starts_with(prefix) {
         return None;
     }
     let now = filter.matches(&ev.record.attrs);
     let before = ev.prev.as_ref().is_some_and(|p| filter.matches(&p.attrs));
-    let (kind, object) = match ev.kind {
+    let (kind, object, value) = match ev.kind {
         EventType::Deleted => {
             if !before && !now {
                 return None;
             }
-            ("DELETED", ev.record.bytes.clone())
+            ("DELETED", ev.record.bytes.clone(), value)
         }
         EventType::Added | EventType::Modified => match (before, now) {
-            (true, true) => ("MODIFIED", ev.record.bytes.clone()),
-            (false, true) => ("ADDED", ev.record.bytes.clone()),
+            (true, true) => ("MODIFIED", ev.record.bytes.clone(), value),
+            (false, true) => ("ADDED", ev.record.bytes.clone(), value),
             (true, false) => {
                 // The object left the selection: the client sees its last
                 // matching state, at the revision where it left.
@@ -294,11 +315,15 @@ fn translate(
                 let mut v: Value = serde_json::from_slice(&prev.bytes).ok()?;
                 meta::metadata_mut(&mut v)
                     .insert("resourceVersion".into(), Value::String(ev.rev.to_string()));
-                ("DELETED", encode(&v))
+                ("DELETED", encode(&v), None)
             }
             (false, false) => return None,
         },
     };
     let object = present_bytes(resource, &object);
-    Some(WatchFrame::Event { kind, object })
+    Some(WatchFrame::Event {
+        kind,
+        object,
+        value,
+    })
 }

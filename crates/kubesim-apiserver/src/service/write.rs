@@ -365,6 +365,7 @@ impl Server {
         let key = object_key(resource, ns, name);
         let mut exists = false;
         let mut attrs = Some(attrs);
+        let handoff = self.prepare_handoff(resource, &mut obj);
         let committed = self
             .store
             .write(&resource.storage_key(), &key, &mut |cur, rev| {
@@ -386,6 +387,9 @@ impl Server {
                 &resource.group,
                 name,
             ));
+        }
+        if let Some(h) = handoff {
+            self.handoff.deliver(h, &committed);
         }
         self.store
             .wait_durable(committed.rev)
@@ -808,6 +812,19 @@ impl Server {
         Ok(new)
     }
 
+    /// The shapes of `obj` that in-process watchers of `resource` wait for,
+    /// built before its commit (see `handoff`). The commit sets
+    /// `resourceVersion`; it is set now to a placeholder, so that it sits
+    /// where the commit will put it.
+    fn prepare_handoff(
+        &self,
+        resource: &ResourceInfo,
+        obj: &mut Value,
+    ) -> Option<super::handoff::Prepared> {
+        meta::metadata_mut(obj).insert("resourceVersion".into(), Value::String(String::new()));
+        self.handoff.prepare(&resource.storage_key(), obj)
+    }
+
     /// Commits `new` if the object is still at `expected`'s revision.
     /// Returns None on a lost race; Some((None, rev)) when the write removed
     /// the object because its last finalizer went away.
@@ -845,6 +862,7 @@ impl Server {
         };
         let mut attrs = attrs;
         let mut raced = false;
+        let handoff = self.prepare_handoff(resource, &mut new);
         let committed = self
             .store
             .write(
@@ -875,6 +893,9 @@ impl Server {
             .map_err(store_error)?;
         if raced {
             return Ok(None);
+        }
+        if let Some(h) = handoff {
+            self.handoff.deliver(h, &committed);
         }
         Ok(Some((if remove { None } else { Some(new) }, committed.rev)))
     }
