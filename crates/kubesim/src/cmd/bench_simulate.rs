@@ -99,3 +99,38 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_of_a_trace_follow_one_another_with_their_own_ids() {
+        let path = std::env::temp_dir().join(format!("bench-trace-{}.swf", std::process::id()));
+        // Two jobs, at 0 s and 100 s; the second asks for more processors
+        // than a node has.
+        std::fs::write(
+            &path,
+            "; MaxProcs: 64\n\
+             1 0 0 10 1 -1 -1 1 10 -1 1 1 1 1 1 1 -1 -1\n\
+             2 100 0 20 64 -1 -1 64 20 -1 1 1 1 1 1 1 -1 -1\n",
+        )
+        .unwrap();
+        let jobs = repeated(&path, 5).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let got: Vec<(String, f64, u64)> = jobs
+            .iter()
+            .map(|j| (j.id.clone(), j.submit, j.cpu_millis))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("0-1".into(), 0.0, 1000),
+                ("0-2".into(), 100.0, 16_000),
+                ("1-1".into(), 101.0, 1000),
+                ("1-2".into(), 201.0, 16_000),
+                ("2-1".into(), 202.0, 1000),
+            ]
+        );
+    }
+}
