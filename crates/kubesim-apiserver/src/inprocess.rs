@@ -327,7 +327,6 @@ impl Api for InProcess {
             resource: res,
             namespace: ns.to_string(),
             opts: opts.clone(),
-            endless: true,
             values: Some(decode),
         })?;
         let stream = futures::stream::unfold(rx, move |mut rx| async move {

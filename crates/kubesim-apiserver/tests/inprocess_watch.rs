@@ -50,7 +50,6 @@ fn raw_watch(
             namespace: String::new(),
             opts: from_now(server),
             values: shape,
-            endless: shape.is_some(),
         })
         .unwrap()
 }

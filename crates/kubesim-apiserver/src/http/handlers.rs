@@ -220,7 +220,6 @@ async fn resource(
                     resource: r.clone(),
                     namespace: ns.to_string(),
                     opts,
-                    endless: false,
                     // Clients are sent the bytes.
                     values: None,
                 })?;

@@ -44,15 +44,14 @@ pub struct WatchRequest {
     pub resource: Arc<ResourceInfo>,
     pub namespace: String,
     pub opts: ListOptions,
-    /// Without `timeoutSeconds`, run until the client leaves rather than
+    /// Some for a watcher in the same process that decodes objects as
+    /// `shape` does: that shape of the committed value is attached to
+    /// events when the server has it at hand (see `handoff`), and without
+    /// `timeoutSeconds` the watch runs until the client leaves rather than
     /// for kube-apiserver's random 30–60 minutes. That limit spreads HTTP
     /// connections over servers; an in-process watcher has no connection,
     /// and restarting its watch would only cost work (in simulated months,
     /// hundreds of thousands of restarts).
-    pub endless: bool,
-    /// For a watcher in the same process that decodes objects as `shape`
-    /// does: attach that shape of the committed value to events when the
-    /// server has it at hand (see `handoff`).
     pub values: Option<Decode>,
 }
 
@@ -149,7 +148,7 @@ impl Server {
     ) -> Result<mpsc::Receiver<WatchFrame>, ApiError> {
         let plan = self.plan_watch(&req)?;
         let (tx, rx) = mpsc::channel(256);
-        let timeout = match (req.opts.timeout_seconds, req.endless) {
+        let timeout = match (req.opts.timeout_seconds, req.values.is_some()) {
             (Some(s), _) => Some(Duration::from_secs(s)),
             (None, true) => None,
             (None, false) => Some(Duration::from_secs(1800 + self.rng.below(1800))),

@@ -175,28 +175,16 @@ impl Jq {
     /// (which, as in kwok, counts as "no value" from there on).
     pub fn run(&self, input: &Input) -> Vec<Value> {
         if let Some(fields) = &self.path {
-            // As jq: a missing field or a null gives null. Indexing any
-            // other non-object is jq's error, left to jaq to report.
-            let mut at = input.obj;
-            for f in fields {
-                match at {
-                    Value::Object(m) => at = m.get(f).unwrap_or(&Value::Null),
-                    Value::Null => break,
-                    _ => return self.run_jaq(input),
-                }
-            }
-            return vec![at.clone()];
+            return match walk(input.obj, fields) {
+                Some(at) => vec![at.clone()],
+                None => self.run_jaq(input),
+            };
         }
         if let Some((fields, filter)) = &self.focused {
-            let mut at = input.obj;
-            for f in fields {
-                match at {
-                    Value::Object(m) => at = m.get(f).unwrap_or(&Value::Null),
-                    Value::Null => break,
-                    _ => return self.run_jaq(input),
-                }
-            }
-            return run_filter(filter, Val::deserialize(at).unwrap_or_default());
+            return match walk(input.obj, fields) {
+                Some(at) => run_filter(filter, Val::deserialize(at).unwrap_or_default()),
+                None => self.run_jaq(input),
+            };
         }
         self.run_jaq(input)
     }
@@ -209,6 +197,21 @@ impl Jq {
     pub fn first(&self, input: &Input) -> Option<Value> {
         self.run(input).into_iter().find(|v| !v.is_null())
     }
+}
+
+/// The value at `fields` as jq reads it: a missing field or a null gives
+/// null. None: a non-object is indexed, which is jq's error, left to jaq
+/// to report.
+fn walk<'v>(obj: &'v Value, fields: &[String]) -> Option<&'v Value> {
+    let mut at = obj;
+    for f in fields {
+        match at {
+            Value::Object(m) => at = m.get(f).unwrap_or(&Value::Null),
+            Value::Null => break,
+            _ => return None,
+        }
+    }
+    Some(at)
 }
 
 /// Every value `filter` yields on `input`, up to the first error.
