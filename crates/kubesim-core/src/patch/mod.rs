@@ -20,6 +20,7 @@ pub use managed_fields::ManagedEntry;
 pub use strategy::{
     list_map_keys, list_strategy, list_type, map_is_atomic, patch_merge_key, ListStrategy, ListType,
 };
+pub use track::{track as track_update, track_if_changed as track_update_if_changed};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {
@@ -87,33 +88,6 @@ pub fn server_side_apply(
     now: &str,
 ) -> Result<Value, ApiError> {
     apply::apply(resource, current, applied, manager, force, now)
-}
-
-/// Records in `new.metadata.managedFields` that `manager` wrote the fields
-/// that differ from `old` (an Update operation, optionally on a subresource).
-pub fn track_update(
-    resource: &ResourceInfo,
-    old: Option<&Value>,
-    new: &mut Value,
-    manager: &str,
-    subresource: Option<&str>,
-    now: &str,
-) {
-    track::track(resource, old, new, manager, subresource, now)
-}
-
-/// [`track_update`] of a write from `old` to `new`, skipped when the two are
-/// equal; cheaper than comparing them first, since the comparison that
-/// finds the changed fields also tells whether anything changed.
-pub fn track_update_if_changed(
-    resource: &ResourceInfo,
-    old: &Value,
-    new: &mut Value,
-    manager: &str,
-    subresource: Option<&str>,
-    now: &str,
-) {
-    track::track_if_changed(resource, old, new, manager, subresource, now)
 }
 
 #[cfg(test)]

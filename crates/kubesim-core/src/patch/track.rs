@@ -17,7 +17,9 @@ use super::fields_v1;
 use super::managed_fields::{self, ManagedEntry, RawEntry, SortKey};
 use crate::resource::ResourceInfo;
 
-/// Update tracking; see [`super::track_update`].
+/// Records in `new.metadata.managedFields` that `manager` wrote the fields
+/// that differ from `old` (an Update operation, optionally on a
+/// subresource). Exported as `patch::track_update`.
 pub fn track(
     resource: &ResourceInfo,
     old: Option<&Value>,
@@ -45,7 +47,10 @@ pub fn track(
     record(resource, old, new, cmp, manager, subresource, now);
 }
 
-/// [`track`] for a write from `old` to `new`, done only when the two differ.
+/// [`track`] for a write from `old` to `new`, skipped when the two are
+/// equal; cheaper than comparing them first, since the comparison that
+/// finds the changed fields also tells whether anything changed. Exported
+/// as `patch::track_update_if_changed`.
 pub fn track_if_changed(
     resource: &ResourceInfo,
     old: &Value,
