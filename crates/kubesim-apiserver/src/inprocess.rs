@@ -147,6 +147,11 @@ fn decode_all(records: &[Arc<Record>]) -> Result<Vec<Value>, ApiError> {
 
 #[async_trait::async_trait]
 impl Api for InProcess {
+    /// In-process watches have no server-side timeout (`watch.rs`).
+    fn watches_expire(&self) -> bool {
+        false
+    }
+
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
         let res = self.resource(r)?;
         Self::check(&res, ns, None, true)?;

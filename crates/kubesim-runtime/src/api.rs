@@ -85,6 +85,14 @@ pub enum WatchEvent {
 /// Object access for controllers, schedulers and emulated kubelets.
 #[async_trait::async_trait]
 pub trait Api: Send + Sync {
+    /// Whether the server ends this transport's watches after a while (as
+    /// kube-apiserver does over HTTP, to spread connections), so that a
+    /// watcher resumes them and wants bookmarks to resume from a recent
+    /// revision. A watch that only ends on an error starts over with a list
+    /// and gains nothing from them.
+    fn watches_expire(&self) -> bool {
+        true
+    }
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError>;
     /// A list object (`items`, `metadata.resourceVersion`, `metadata.continue`).
     async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError>;

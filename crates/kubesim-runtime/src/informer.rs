@@ -318,7 +318,7 @@ impl Informer {
             loop {
                 let mut opts = self.options();
                 opts.resource_version = Some(rv.clone());
-                opts.allow_bookmarks = true;
+                opts.allow_bookmarks = self.api.watches_expire();
                 let mut stream = match self
                     .api
                     .watch_decoded(&self.resource, &self.namespace, &opts, self.decode)
