@@ -11,6 +11,7 @@ pub mod delete;
 mod handoff;
 mod jwt;
 pub mod logs;
+mod peek;
 pub mod read;
 pub mod reviews;
 pub(crate) mod shaped;

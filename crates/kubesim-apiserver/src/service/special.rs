@@ -87,6 +87,9 @@ impl Server {
                 .ok()
                 .and_then(|s| {
                     s.items.values().find_map(|r| {
+                        if super::peek::is_global_default(&r.bytes) == Some(false) {
+                            return None;
+                        }
                         let v: Value = serde_json::from_slice(&r.bytes).ok()?;
                         (v.get("globalDefault") == Some(&Value::Bool(true))).then_some(v)
                     })

@@ -184,8 +184,11 @@ impl Server {
         let Some(rec) = self.store.get(&nsr.storage_key(), ns) else {
             return Err(ApiError::not_found("namespaces", "", ns));
         };
-        let obj = super::decode(&rec)?;
-        if meta::is_deleting(&obj) {
+        let deleting = match super::peek::is_deleting(&rec.bytes) {
+            Some(d) => d,
+            None => meta::is_deleting(&super::decode(&rec)?),
+        };
+        if deleting {
             return Err(ApiError::new(
                 403,
                 "Forbidden",
