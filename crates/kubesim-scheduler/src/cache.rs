@@ -143,7 +143,7 @@ impl Cache {
     /// An assigned, non-terminal pod as the informer shows it: added,
     /// updated, or an assumed pod confirmed.
     pub fn add_or_update_pod(&self, pod: Arc<Value>) {
-        if self.confirm(&pod) {
+        if self.confirm(&pod) || self.update_status(&pod) {
             return;
         }
         let info = Arc::new(PodInfo::from_pod(pod));
@@ -183,6 +183,46 @@ impl Cache {
             st.assumed = false;
         }
         same
+    }
+
+    /// A bound pod whose change leaves its accounting as it was (a status
+    /// write): the new version replaces the old one on its node without
+    /// computing or counting anything again. False when `pod` is not that.
+    fn update_status(&self, pod: &Value) -> bool {
+        let key = ObjectKey::of(pod);
+        let mut g = self.inner.lock();
+        let Some(st) = g.pods.get(&key) else {
+            return false;
+        };
+        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str);
+        if st.assumed || node != Some(st.node.as_str()) {
+            return false;
+        }
+        let Some(info) = st.info.status_update(pod) else {
+            return false;
+        };
+        let (info, node) = (Arc::new(info), st.node.clone());
+        let replaced = match g.node_mut(&node) {
+            Some(n) => n.replace_pod(info.clone()),
+            None => match g.orphans.get_mut(&node) {
+                Some(list) => match list.iter().position(|p| p.uid == info.uid) {
+                    Some(i) => {
+                        list.remove(i);
+                        list.push(info.clone());
+                        true
+                    }
+                    None => false,
+                },
+                None => false,
+            },
+        };
+        if !replaced {
+            return false;
+        }
+        if let Some(st) = g.pods.get_mut(&key) {
+            st.info = info;
+        }
+        true
     }
 
     pub fn remove_pod(&self, key: &ObjectKey) {
@@ -430,6 +470,42 @@ mod tests {
         c.forget(&q.key);
         c.update_snapshot(&mut snap);
         assert_eq!(snap.nodes[0].requested.milli_cpu, 1000);
+    }
+
+    #[test]
+    fn status_writes_replace_the_view_without_recounting() {
+        let c = Cache::new();
+        c.add_or_update_node(node("n1"));
+        let a = PodInfo::from_pod(pod("a", ""));
+        c.assume(&a, "n1");
+        c.add_or_update_pod(pod("a", "n1"));
+        c.add_or_update_pod(pod("b", "n1"));
+        let mut running = (*pod("a", "n1")).clone();
+        running["metadata"]["resourceVersion"] = json!("7");
+        running["status"] = json!({"phase": "Running", "startTime": "2026-01-01T00:00:00Z"});
+        c.add_or_update_pod(Arc::new(running));
+        let mut snap = Snapshot::default();
+        c.update_snapshot(&mut snap);
+        let n = &snap.nodes[0];
+        assert_eq!(n.requested.milli_cpu, 2000);
+        // Moved last, as a removal and an addition would have done.
+        let names: Vec<&str> = n.pods.iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["b", "a"]);
+        assert_eq!(
+            n.pods[1].pod.pointer("/status/phase"),
+            Some(&json!("Running"))
+        );
+        assert_eq!(
+            n.pods[1].pod.pointer("/metadata/resourceVersion"),
+            Some(&json!("7"))
+        );
+        // A changed request is counted anew.
+        let mut bigger = (*pod("a", "n1")).clone();
+        bigger["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("3");
+        c.add_or_update_pod(Arc::new(bigger));
+        c.update_snapshot(&mut snap);
+        assert_eq!(snap.nodes[0].requested.milli_cpu, 4000);
+        assert_eq!(snap.nodes[0].pods.len(), 2);
     }
 
     #[test]

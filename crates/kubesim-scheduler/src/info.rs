@@ -254,6 +254,48 @@ impl PodInfo {
         }
     }
 
+    /// A newer version of the same bound pod. When nothing the derived
+    /// fields come from changed (its spec, labels, owners, deletion and
+    /// volumes: a kubelet's status write), they are taken from `self`
+    /// rather than computed again; only the view is new. `None` otherwise.
+    pub fn status_update(&self, pod: &Value) -> Option<PodInfo> {
+        let md = pod.get("metadata")?;
+        let old_md = self.pod.get("metadata")?;
+        let same_meta = ["uid", "labels", "ownerReferences", "deletionTimestamp"]
+            .iter()
+            .all(|k| md.get(k) == old_md.get(k));
+        if !same_meta {
+            return None;
+        }
+        let volumes = PodVolumes::of(pod).map(Arc::new);
+        if volumes != self.volumes {
+            return None;
+        }
+        let view = scheduling_view(pod);
+        if !same_but_node_name(view.get("spec"), self.pod.get("spec")) {
+            return None;
+        }
+        Some(PodInfo {
+            pod: Arc::new(view),
+            key: self.key.clone(),
+            uid: self.uid.clone(),
+            labels: self.labels.clone(),
+            priority: self.priority,
+            requests: self.requests.clone(),
+            non_zero_requests: self.non_zero_requests.clone(),
+            host_ports: self.host_ports.clone(),
+            node_name: pod
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            affinity: self.affinity,
+            volumes,
+            controller: self.controller.clone(),
+            deleting: self.deleting,
+        })
+    }
+
     pub fn namespace(&self) -> &str {
         &self.key.namespace
     }
@@ -278,6 +320,21 @@ impl PodInfo {
             .and_then(Value::as_str)
             .unwrap_or("")
     }
+}
+
+/// Whether two specs are equal but for `nodeName`: an assumed pod keeps
+/// the spec it was scheduled with, before the binding set its node, and no
+/// derived field reads `nodeName` from the spec (the node is checked apart).
+fn same_but_node_name(a: Option<&Value>, b: Option<&Value>) -> bool {
+    let (Some(Value::Object(a)), Some(Value::Object(b))) = (a, b) else {
+        return a == b;
+    };
+    let rest =
+        |m: &'_ serde_json::Map<String, Value>| m.len() - usize::from(m.contains_key("nodeName"));
+    rest(a) == rest(b)
+        && a.iter()
+            .filter(|(k, _)| k.as_str() != "nodeName")
+            .all(|(k, v)| b.get(k) == Some(v))
 }
 
 /// A node's taints.
@@ -402,8 +459,8 @@ impl NodeInfo {
         let mut n = NodeInfo {
             node: node.clone(),
             name: String::new(),
-            labels: BTreeMap::new(),
-            taints: Vec::new(),
+            labels: Arc::default(),
+            taints: Arc::default(),
             unschedulable: false,
             allocatable: Resources::default(),
             requested: Resources::default(),
@@ -413,7 +470,7 @@ impl NodeInfo {
             pods_with_required_anti: 0,
             pods_with_volumes: 0,
             used_ports: Default::default(),
-            images: BTreeMap::new(),
+            images: Arc::default(),
             controlled: Vec::new(),
         };
         n.set_node(node);
@@ -423,8 +480,8 @@ impl NodeInfo {
     /// Replaces the node object, keeping the pods.
     pub fn set_node(&mut self, node: Arc<Value>) {
         self.name = meta::name(&node).to_string();
-        self.labels = meta::labels(&node);
-        self.taints = node_taints(&node);
+        self.labels = Arc::new(meta::labels(&node));
+        self.taints = Arc::new(node_taints(&node));
         self.unschedulable = node
             .pointer("/spec/unschedulable")
             .and_then(Value::as_bool)
@@ -433,7 +490,7 @@ impl NodeInfo {
             .pointer("/status/allocatable")
             .or_else(|| node.pointer("/status/capacity"));
         self.allocatable = Resources::from_list(alloc);
-        self.images = node_images(&node);
+        self.images = Arc::new(node_images(&node));
         self.node = node;
     }
 
@@ -492,6 +549,18 @@ impl NodeInfo {
             self.count_controlled(&p, true);
             self.pods.push(p);
         }
+    }
+
+    /// Puts `pod` in place of the pod with its uid, moved last as a
+    /// removal and an addition would, without recounting: the caller
+    /// vouches that everything counted is the same. False when absent.
+    pub fn replace_pod(&mut self, pod: Arc<PodInfo>) -> bool {
+        let Some(i) = self.pods.iter().position(|p| p.uid == pod.uid) else {
+            return false;
+        };
+        self.pods.remove(i);
+        self.pods.push(pod);
+        true
     }
 
     /// Stops counting the pod with `uid`; false when it was not here.
@@ -573,6 +642,60 @@ mod tests {
         n.recount();
         assert_eq!(n.controlled_by("rs1"), 1);
     }
+    #[test]
+    fn a_status_update_derives_what_a_fresh_read_would() {
+        let pending = json!({
+            "metadata": {"name": "p", "namespace": "d", "uid": "u", "resourceVersion": "1",
+                "labels": {"app": "web"},
+                "ownerReferences": [{"uid": "rs", "controller": true}]},
+            "spec": {"priority": 5,
+                "affinity": {"podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "k"}]}},
+                "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}],
+                "containers": [{"name": "a", "ports": [{"hostPort": 80}],
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+            "status": {"phase": "Pending"}
+        });
+        let before = PodInfo::from_pod(Arc::new(pending.clone()));
+        let mut bound = pending.clone();
+        bound["spec"]["nodeName"] = json!("n");
+        bound["metadata"]["resourceVersion"] = json!("3");
+        bound["status"] = json!({"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
+            "podIP": "10.0.0.1"});
+        let fast = before
+            .status_update(&bound)
+            .expect("only the status changed");
+        let full = PodInfo::from_pod(Arc::new(bound.clone()));
+        assert_eq!(fast.pod, full.pod);
+        assert_eq!(fast.key, full.key);
+        assert_eq!(
+            (&fast.uid, &fast.labels, fast.priority, &fast.node_name),
+            (&full.uid, &full.labels, full.priority, &full.node_name)
+        );
+        assert_eq!(fast.requests, full.requests);
+        assert_eq!(fast.non_zero_requests, full.non_zero_requests);
+        assert_eq!(fast.host_ports, full.host_ports);
+        assert_eq!(fast.affinity, full.affinity);
+        assert_eq!(fast.volumes, full.volumes);
+        assert_eq!(
+            (&fast.controller, fast.deleting),
+            (&full.controller, full.deleting)
+        );
+        // Anything a derived field reads sends the caller to a full read.
+        let mut relabelled = bound.clone();
+        relabelled["metadata"]["labels"]["app"] = json!("db");
+        assert!(before.status_update(&relabelled).is_none());
+        let mut resized = bound.clone();
+        resized["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("2");
+        assert!(before.status_update(&resized).is_none());
+        let mut deleting = bound.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert!(before.status_update(&deleting).is_none());
+        let mut other_claim = bound;
+        other_claim["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] = json!("e");
+        assert!(before.status_update(&other_claim).is_none());
+    }
+
     #[test]
     fn containers_add_up_and_init_containers_take_the_max() {
         let p = pod(json!({
