@@ -112,8 +112,11 @@ pub struct AffinityFlags {
 pub struct NodeInfo {
     pub node: Arc<Value>,
     pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub taints: Vec<Taint>,
+    /// Shared between the copies a snapshot forces when a pod lands on or
+    /// leaves the node: they change only with the node object, which is
+    /// rare next to pod changes.
+    pub labels: Arc<BTreeMap<String, String>>,
+    pub taints: Arc<Vec<Taint>>,
     pub unschedulable: bool,
     pub allocatable: Resources,
     pub requested: Resources,
@@ -129,7 +132,7 @@ pub struct NodeInfo {
     pub pods_with_volumes: usize,
     pub used_ports: BTreeSet<HostPort>,
     /// Image name (every name in `status.images[].names`) to size in bytes.
-    pub images: BTreeMap<String, i64>,
+    pub images: Arc<BTreeMap<String, i64>>,
     /// Pods of `pods` not being deleted, by their controlling owner's uid
     /// (few entries per node): PodTopologySpread's default constraints
     /// count them on every node in every cycle.

@@ -104,8 +104,8 @@ pub fn node_exact(
     let mut info = NodeInfo {
         node: Arc::new(json!({"metadata": {"name": name, "labels": lab}})),
         name: name.into(),
-        labels: lab,
-        taints: Vec::new(),
+        labels: lab.into(),
+        taints: Default::default(),
         unschedulable: false,
         allocatable: Resources {
             milli_cpu,
@@ -119,7 +119,7 @@ pub fn node_exact(
         pods_with_required_anti: 0,
         pods_with_volumes: 0,
         used_ports: BTreeSet::new(),
-        images: BTreeMap::new(),
+        images: Default::default(),
         controlled: Vec::new(),
     };
     info.recount();
