@@ -261,7 +261,7 @@ impl Walker<'_> {
     fn compare_field(
         &self,
         names: &mut Vec<String>,
-        k: &String,
+        k: &str,
         ov: Option<&Value>,
         nv: Option<&Value>,
         path: &mut Path,
@@ -274,7 +274,7 @@ impl Walker<'_> {
         if Self::ignored(names, k) || same::options(ov, nv) {
             return;
         }
-        names.push(k.clone());
+        names.push(k.to_string());
         path.push(fieldpath::field(k));
         self.compare(names, ov, nv, path, out);
         path.pop();
