@@ -13,6 +13,7 @@ pub mod patch;
 pub mod proto;
 pub mod quantity;
 pub mod resource;
+pub mod same;
 pub mod schema;
 pub mod selector;
 pub mod table;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use kubesim_core::patch::{self, PatchType};
-use kubesim_core::{defaults, meta, schema, validation, ApiError, Cause, ResourceInfo};
+use kubesim_core::{defaults, meta, same, schema, validation, ApiError, Cause, ResourceInfo};
 use kubesim_runtime::{FieldValidation, WriteOptions};
 use kubesim_store::{Record, WriteOp};
 use serde_json::{json, Map, Value};
@@ -89,7 +89,7 @@ fn spec_differs(a: &Value, b: &Value) -> bool {
             .flatten()
             .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
     }
-    spec(a).count() != spec(b).count() || spec(a).any(|(k, v)| b.get(k) != Some(v))
+    spec(a).count() != spec(b).count() || spec(a).any(|(k, v)| !same::options(b.get(k), Some(v)))
 }
 
 /// The field manager name, from `?fieldManager` or the User-Agent's program.
@@ -911,9 +911,9 @@ fn same_but_status(cur: &Value, proposed: &Value) -> bool {
     match (cur, proposed) {
         (Value::Object(c), Value::Object(p)) => {
             c.len() == p.len()
-                && c.iter()
-                    .zip(p.iter())
-                    .all(|((ck, cv), (pk, pv))| ck == pk && (ck == "status" || cv == pv))
+                && c.iter().zip(p.iter()).all(|((ck, cv), (pk, pv))| {
+                    ck == pk && (ck == "status" || same::values(cv, pv))
+                })
         }
         _ => false,
     }
@@ -925,9 +925,7 @@ fn same_but_status(cur: &Value, proposed: &Value) -> bool {
 fn same_object(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len()
-                && a.get("status") == b.get("status")
-                && a.iter().all(|(k, v)| k == "status" || b.get(k) == Some(v))
+            same::options(a.get("status"), b.get("status")) && same::maps_but(a, b, Some("status"))
         }
         _ => a == b,
     }

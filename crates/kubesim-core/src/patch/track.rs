@@ -16,6 +16,7 @@ use super::fieldpath;
 use super::fields_v1;
 use super::managed_fields::{self, ManagedEntry, RawEntry, SortKey};
 use crate::resource::ResourceInfo;
+use crate::same;
 
 /// Records in `new.metadata.managedFields` that `manager` wrote the fields
 /// that differ from `old` (an Update operation, optionally on a
@@ -89,24 +90,21 @@ fn compare_objects(
     let mut names = Vec::new();
     let mut path = Vec::new();
     let mut differs = false;
-    for k in o.keys().chain(n.keys().filter(|k| !o.contains_key(*k))) {
-        if k == "metadata" {
-            continue;
-        }
-        let (ov, nv) = (o.get(k), n.get(k));
-        if ov == nv {
-            continue;
+    let mut field = |k: &String, ov: Option<&Value>, nv: Option<&Value>| {
+        if k == "metadata" || same::options(ov, nv) {
+            return;
         }
         differs = true;
         if Walker::ignored(&names, k) {
-            continue;
+            return;
         }
         names.push(k.clone());
         path.push(fieldpath::field(k));
         w.compare(&mut names, ov, nv, &mut path, out);
         path.pop();
         names.pop();
-    }
+    };
+    same::each_key(o, n, &mut field);
     // Metadata is walked rather than first compared whole: the comparison
     // would go through managedFields, which the walk skips. Walking equal
     // values finds nothing.
@@ -115,7 +113,8 @@ fn compare_objects(
         names.push("metadata".to_string());
         path.push(fieldpath::field("metadata"));
         w.compare(&mut names, ov, nv, &mut path, out);
-        differs = differs || !out.changed.is_empty() || !out.removed.is_empty() || ov != nv;
+        differs =
+            differs || !out.changed.is_empty() || !out.removed.is_empty() || !same::options(ov, nv);
     }
     differs
 }

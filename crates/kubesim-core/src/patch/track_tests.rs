@@ -454,8 +454,47 @@ fn with_sent(obj: &Value, list: Option<Value>) -> Value {
     out
 }
 
+/// `v` with the keys of every map in reverse order (equal as a value).
+fn reversed_keys(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), reversed_keys(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(reversed_keys).collect()),
+        other => other.clone(),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// The comparison walks maps side by side while their key orders
+    /// agree and by lookup where they part: the entries written must not
+    /// depend on either object's key order.
+    #[test]
+    fn managed_fields_do_not_depend_on_key_order(
+        first in pod_like(),
+        second in pod_like(),
+        status in any::<bool>(),
+    ) {
+        let r = pods();
+        let stored = both(&r, None, &first, "kubectl-create", None, T0);
+        let sub = status.then_some("status");
+        let mut expected = second.clone();
+        track_update_if_changed(&r, &stored, &mut expected, "kubelet", sub, T1);
+        for (old, new) in [
+            (reversed_keys(&stored), second.clone()),
+            (stored.clone(), reversed_keys(&second)),
+            (reversed_keys(&stored), reversed_keys(&second)),
+        ] {
+            let mut got = new;
+            track_update_if_changed(&r, &old, &mut got, "kubelet", sub, T1);
+            prop_assert_eq!(mf(&got).to_string(), mf(&expected).to_string());
+        }
+    }
 
     #[test]
     fn same_bytes_as_the_reference(

@@ -389,7 +389,7 @@ pub fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
     };
     // Most updates (every status write) leave the spec as it was, and an
     // unchanged spec passes every check below: skip copying it.
-    if new_spec == old_spec {
+    if crate::same::values(new_spec, old_spec) {
         return out;
     }
     let path = "spec.activeDeadlineSeconds";
@@ -450,7 +450,7 @@ pub fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
             restore(m, old_spec, "terminationGracePeriodSeconds");
         }
     }
-    if &munged != old_spec {
+    if !crate::same::values(&munged, old_spec) {
         out.push(fields::forbidden("spec", POD_UPDATE_MESSAGE));
     }
     out
