@@ -24,7 +24,7 @@ pub struct Jq {
     focused: Option<(Vec<String>, Filter)>,
     /// The program evaluated without jaq, when it has a shape kwok's
     /// selectors use (see [`Native`]).
-    native: Option<Native>,
+    native: Option<Box<Native>>,
 }
 
 type Filter = jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>;
@@ -169,7 +169,7 @@ impl Jq {
             filter,
             path: plain_path(src),
             focused,
-            native: Native::parse(src),
+            native: Native::parse(src).map(Box::new),
         })
     }
 
