@@ -8,6 +8,8 @@ use jaq_json::Val;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::jq_native::Native;
+
 /// A compiled jq program.
 pub struct Jq {
     src: String,
@@ -20,6 +22,9 @@ pub struct Jq {
     /// path, and the rest of the program compiled to run on the value
     /// there, so only that value is converted for jaq.
     focused: Option<(Vec<String>, Filter)>,
+    /// The program evaluated without jaq, when it has a shape kwok's
+    /// selectors use (see [`Native`]).
+    native: Option<Box<Native>>,
 }
 
 type Filter = jaq_core::compile::Filter<jaq_core::Native<data::JustLut<Val>>>;
@@ -164,6 +169,7 @@ impl Jq {
             filter,
             path: plain_path(src),
             focused,
+            native: Native::parse(src).map(Box::new),
         })
     }
 
@@ -174,6 +180,9 @@ impl Jq {
     /// Every value the program yields, stopping at the first runtime error
     /// (which, as in kwok, counts as "no value" from there on).
     pub fn run(&self, input: &Input) -> Vec<Value> {
+        if let Some(values) = self.native.as_ref().and_then(|n| n.eval(input.obj)) {
+            return values;
+        }
         if let Some(fields) = &self.path {
             return match walk(input.obj, fields) {
                 Some(at) => vec![at.clone()],
@@ -189,7 +198,7 @@ impl Jq {
         self.run_jaq(input)
     }
 
-    fn run_jaq(&self, input: &Input) -> Vec<Value> {
+    pub(super) fn run_jaq(&self, input: &Input) -> Vec<Value> {
         run_filter(&self.filter, input.val().clone())
     }
 

@@ -8,6 +8,7 @@ pub mod expr;
 pub mod funcs;
 pub mod ippool;
 pub mod jq;
+mod jq_native;
 mod lifecycle;
 mod resolve;
 mod select;

@@ -24,13 +24,17 @@ impl Selector {
     }
 }
 
-/// A jq result as the string it is compared with: strings as they are,
-/// other values as JSON text; null is no value.
-fn as_text(v: &Value) -> Option<String> {
+/// Whether a jq result, as the string it is compared with, is one of
+/// `values`: strings as they are, other values as JSON text; null is no
+/// value.
+fn one_of(v: &Value, values: &[String]) -> bool {
     match v {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
+        Value::Null => false,
+        Value::String(s) => values.iter().any(|x| x == s),
+        other => {
+            let text = other.to_string();
+            values.contains(&text)
+        }
     }
 }
 
@@ -48,12 +52,12 @@ impl Requirement {
                 values,
             } => (key, operator, values),
         };
-        let results: Vec<String> = key.run(input).iter().filter_map(as_text).collect();
+        let results = key.run(input);
         match operator {
-            Operator::In => results.iter().any(|r| values.contains(r)),
-            Operator::NotIn => !results.iter().any(|r| values.contains(r)),
-            Operator::Exists => !results.is_empty(),
-            Operator::DoesNotExist => results.is_empty(),
+            Operator::In => results.iter().any(|r| one_of(r, values)),
+            Operator::NotIn => !results.iter().any(|r| one_of(r, values)),
+            Operator::Exists => results.iter().any(|r| !r.is_null()),
+            Operator::DoesNotExist => results.iter().all(Value::is_null),
         }
     }
 }

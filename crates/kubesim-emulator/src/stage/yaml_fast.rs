@@ -165,6 +165,18 @@ fn scalar(s: &str) -> Option<Value> {
             .ok()
             .map(|n| Value::Number(Number::from(n)));
     }
+    // A quantity with a unit (`64Gi`, `100m`, as node capacities render):
+    // no schema reads digits then letters as anything but a string, save
+    // hexadecimal, octal and binary prefixes and exponents, refused here.
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    let unit = &s[digits..];
+    if digits > 0
+        && !unit.is_empty()
+        && unit.bytes().all(|b| b.is_ascii_alphabetic())
+        && !unit.starts_with(['x', 'X', 'o', 'O', 'b', 'B', 'e', 'E'])
+    {
+        return Some(Value::String(s.to_string()));
+    }
     let word = s.starts_with(|c: char| c.is_ascii_alphabetic())
         && s.bytes().all(|b| b.is_ascii_alphanumeric());
     (word && !special_word(s)).then(|| Value::String(s.to_string()))
@@ -216,6 +228,7 @@ mod tests {
         same("a:\n  b:\n    - 1\n    - two\n  c: 12\nd:\n");
         same("- x\n- k: 1\n  z:\n  - w\n");
         same("key.with/slash-and_dash: v\n");
+        same("memory: 64Gi\ncpu: 100m\npods: 1M\n");
     }
 
     #[test]
@@ -230,6 +243,11 @@ mod tests {
             "a: 007",
             "a: -1",
             "a: 1.5",
+            "a: 0xff",
+            "a: 0b1",
+            "a: 0o7",
+            "a: 1e",
+            "a: 1Gi2",
             "a: &x 1",
             "a: |\n  text",
             "a: b c",
@@ -261,6 +279,7 @@ mod tests {
                     "h: -1", "i: 1.5", "j: yes", "k: null", "- ", "l: [1]", "m: a b",
                     "n: 007", "o: \"x\\ny\"", "p: ~", "a: 2", "- - 3", "q:  r",
                     "s: 12345678901234567890", "t: \"\"", "u: 'v'", "w: x:y",
+                    "x: 64Gi", "y: 0xA", "z: 1e3", "z: 0b1", "y: 1E", "x: 12Mi3",
                 ])),
                 1..10,
             )
