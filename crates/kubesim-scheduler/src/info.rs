@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kubesim_core::meta;
 use kubesim_core::quantity::Quantity;
+use kubesim_core::{meta, same};
 use kubesim_runtime::ObjectKey;
 use serde_json::Value;
 
@@ -267,12 +267,23 @@ impl PodInfo {
         if !same_meta {
             return None;
         }
-        let volumes = PodVolumes::of(pod).map(Arc::new);
-        if volumes != self.volumes {
+        // The specs must be equal but for `nodeName`: an assumed pod keeps
+        // the spec it was scheduled with, before the binding set its node,
+        // and no derived field reads `nodeName` from the spec (the node is
+        // checked apart).
+        let view = scheduling_view(pod);
+        let same_spec = match (view.get("spec"), self.pod.get("spec")) {
+            (Some(Value::Object(a)), Some(Value::Object(b))) => {
+                same::maps_but(a, b, Some("nodeName"))
+            }
+            (a, b) => a == b,
+        };
+        if !same_spec {
             return None;
         }
-        let view = scheduling_view(pod);
-        if !same_but_node_name(view.get("spec"), self.pod.get("spec")) {
+        // The view leaves volumes out: compare them on their own.
+        let volumes = PodVolumes::of(pod).map(Arc::new);
+        if volumes != self.volumes {
             return None;
         }
         Some(PodInfo {
@@ -320,21 +331,6 @@ impl PodInfo {
             .and_then(Value::as_str)
             .unwrap_or("")
     }
-}
-
-/// Whether two specs are equal but for `nodeName`: an assumed pod keeps
-/// the spec it was scheduled with, before the binding set its node, and no
-/// derived field reads `nodeName` from the spec (the node is checked apart).
-fn same_but_node_name(a: Option<&Value>, b: Option<&Value>) -> bool {
-    let (Some(Value::Object(a)), Some(Value::Object(b))) = (a, b) else {
-        return a == b;
-    };
-    let rest =
-        |m: &'_ serde_json::Map<String, Value>| m.len() - usize::from(m.contains_key("nodeName"));
-    rest(a) == rest(b)
-        && a.iter()
-            .filter(|(k, _)| k.as_str() != "nodeName")
-            .all(|(k, v)| b.get(k) == Some(v))
 }
 
 /// A node's taints.
