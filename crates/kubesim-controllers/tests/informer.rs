@@ -7,7 +7,7 @@ use std::time::Duration;
 use kubesim_core::meta;
 use kubesim_runtime::{
     Api, Change, Clock, DeleteOptions, EventRecorder, EventStyle, EventType, Informers,
-    ListOptions, ResourceRef, WriteOptions,
+    ListOptions, ResourceRef, Shape, WriteOptions,
 };
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -277,4 +277,33 @@ async fn legacy_recorder_drops_spam() {
     clock.sleep(Duration::from_millis(100)).await;
     assert_eq!(stored_events(&api).await, vec![("BackOff".into(), 26, 0)]);
     writer.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_running_full_informer_serves_narrower_shapes() {
+    let (api, clock) = api().await;
+    let cms = ResourceRef::core("configmaps");
+    let secrets = ResourceRef::core("secrets");
+    let informers = Informers::new(api.clone(), clock.clone());
+    let full = informers.get(&cms);
+    // The same informer, holding whole objects, for a narrower request.
+    let narrow = informers.get_shaped(&cms, Shape::Ownership);
+    assert!(Arc::ptr_eq(&full, &narrow));
+    assert!(Arc::ptr_eq(&full, &informers.get_metadata(&cms)));
+    // Without a full one, a narrow request gets its own narrow informer,
+    // and a later full request cannot be served by it.
+    let meta_only = informers.get_metadata(&secrets);
+    let whole = informers.get(&secrets);
+    assert!(!Arc::ptr_eq(&meta_only, &whole));
+    api.create(&cms, "default", cm("c", "1"), &WriteOptions::default())
+        .await
+        .unwrap();
+    let running = tokio::spawn({
+        let informers = informers.clone();
+        async move { informers.run().await }
+    });
+    informers.wait_synced().await;
+    let cached = narrow.cache().get("default", "c").expect("cached");
+    assert_eq!(cached.pointer("/data/v"), Some(&json!("1")));
+    running.abort();
 }

@@ -403,9 +403,17 @@ impl Informers {
         self.get_shaped(resource, Shape::Metadata)
     }
 
-    /// The informer on `resource` keeping `shape` of each object.
+    /// The informer on `resource` keeping `shape` of each object, or at
+    /// least that much: a narrower shape is served by the full informer
+    /// when one already runs, since a full object holds every field a
+    /// narrower consumer reads, and a second watch would decode and cache
+    /// each change twice.
     pub fn get_shaped(&self, resource: &ResourceRef, shape: Shape) -> Arc<Informer> {
         let mut started = self.started.lock();
+        let full = (resource.clone(), Shape::Full);
+        if let Some(i) = started.get(&full) {
+            return i.clone();
+        }
         let key = (resource.clone(), shape);
         if let Some(i) = started.get(&key) {
             return i.clone();

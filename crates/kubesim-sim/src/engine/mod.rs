@@ -161,6 +161,10 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     // One set of informers for every component: each pod change is decoded
     // and cached once, not once per component.
     let informers = Informers::new(api("kubesim-informers"), clock.clone());
+    // Pods are followed in full (the scheduler, kubelets, recorder): asked
+    // for first, that informer also serves the garbage collector's narrower
+    // view instead of a second watch.
+    informers.get(&ResourceRef::core("pods"));
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn({
         let i = informers.clone();
