@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use kubesim_core::patch::PatchType;
+use kubesim_core::patch::{PatchBody, PatchType};
 use kubesim_core::{meta, ApiError, ResourceInfo};
 use kubesim_runtime::decode::Decode;
 use kubesim_runtime::{Api, DeleteOptions, ListOptions, ResourceRef, WatchEvent, WriteOptions};
@@ -280,7 +280,54 @@ impl Api for InProcess {
         }
         Ok(self
             .server
-            .patch(&res, ns, name, kind, &body, subresource, opts, &self.caller)
+            .patch(
+                &res,
+                ns,
+                name,
+                kind,
+                PatchBody::Bytes(&body),
+                subresource,
+                opts,
+                &self.caller,
+            )
+            .await?
+            .obj)
+    }
+
+    async fn patch_value(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        name: &str,
+        kind: PatchType,
+        body: Value,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        // Only where the value is exactly what its JSON would parse back
+        // to: floating-point numbers may not survive the trip, and the
+        // scale subresource and apply bodies read bytes.
+        if subresource == Some("scale") || kind == PatchType::Apply || has_float(&body) {
+            let bytes = body.to_string().into_bytes();
+            return self
+                .patch(r, ns, name, kind, bytes, subresource, opts)
+                .await;
+        }
+        let opts = &quiet(opts);
+        let res = self.resource(r)?;
+        Self::check(&res, ns, subresource, true)?;
+        Ok(self
+            .server
+            .patch(
+                &res,
+                ns,
+                name,
+                kind,
+                PatchBody::Value(&body),
+                subresource,
+                opts,
+                &self.caller,
+            )
             .await?
             .obj)
     }
@@ -339,5 +386,15 @@ impl Api for InProcess {
             Some((to_event(frame, decode), rx))
         });
         Ok(stream.boxed())
+    }
+}
+
+/// Whether a floating-point number appears anywhere in `v`.
+fn has_float(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(a) => a.iter().any(has_float),
+        Value::Object(o) => o.values().any(has_float),
+        _ => false,
     }
 }

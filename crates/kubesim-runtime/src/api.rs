@@ -123,6 +123,26 @@ pub trait Api: Send + Sync {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError>;
+    /// [`patch`](Self::patch) with a body already built as a value (a
+    /// JSON, merge or strategic patch). A transport whose server is in the
+    /// same process may hand the value over instead of its JSON; the
+    /// server's answer is the same, as the value is what parsing that JSON
+    /// gives. Others send the JSON.
+    #[allow(clippy::too_many_arguments)]
+    async fn patch_value(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        name: &str,
+        kind: PatchType,
+        body: Value,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        let bytes = body.to_string().into_bytes();
+        self.patch(r, ns, name, kind, bytes, subresource, opts)
+            .await
+    }
     /// The object (still present, being deleted) or a Success Status.
     async fn delete(
         &self,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::extract::Request;
 use axum::response::Response;
 use http::{header, Method};
-use kubesim_core::patch::PatchType;
+use kubesim_core::patch::{PatchBody, PatchType};
 use kubesim_core::table::{self, TableOptions};
 use kubesim_core::{schema, ApiError, ResourceInfo};
 use serde_json::{json, Value};
@@ -357,7 +357,16 @@ async fn resource(
             }
             let format = negotiate::format(accept.as_deref())?;
             let res = server
-                .patch(&r, ns, name, kind, &body, sub, &opts, &caller)
+                .patch(
+                    &r,
+                    ns,
+                    name,
+                    kind,
+                    PatchBody::Bytes(&body),
+                    sub,
+                    &opts,
+                    &caller,
+                )
                 .await?;
             render_one(
                 app,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use kubesim_core::patch::{self, PatchType};
+use kubesim_core::patch::{self, PatchBody, PatchType};
 use kubesim_core::{defaults, meta, same, schema, validation, ApiError, Cause, ResourceInfo};
 use kubesim_runtime::{FieldValidation, WriteOptions};
 use kubesim_store::{Record, WriteOp};
@@ -460,7 +460,7 @@ impl Server {
         ns: &str,
         name: &str,
         kind: PatchType,
-        body: &[u8],
+        body: PatchBody<'_>,
         sub: Option<&str>,
         opts: &WriteOptions,
         caller: &Caller,
@@ -469,7 +469,19 @@ impl Server {
         let part = Part::of(resource, sub)?;
         let mgr = manager(opts, caller);
         if kind == PatchType::Apply {
-            return self.apply(resource, ns, name, body, part, opts, &mgr).await;
+            // Apply bodies are YAML; one given as a value is read from its
+            // JSON as a request's would be.
+            let json;
+            let bytes = match body {
+                PatchBody::Bytes(b) => b,
+                PatchBody::Value(v) => {
+                    json = serde_json::to_vec(v).unwrap_or_default();
+                    &json
+                }
+            };
+            return self
+                .apply(resource, ns, name, bytes, part, opts, &mgr)
+                .await;
         }
         if opts.force {
             return Err(ApiError::bad_request(
@@ -487,7 +499,7 @@ impl Server {
                 Some(&mgr),
                 false,
                 &mut |cur| {
-                    let mut out = patch::apply_patch(kind, resource, cur, body)?;
+                    let mut out = patch::apply_patch_body(kind, resource, cur, body)?;
                     self.check_type(resource, &mut out)?;
                     warnings = self.check_fields(resource, &out, opts)?;
                     Ok(out)

@@ -10,6 +10,8 @@ pub mod strategic;
 pub mod strategy;
 mod track;
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::error::ApiError;
@@ -53,6 +55,15 @@ pub fn strategic_unsupported() -> ApiError {
     )
 }
 
+/// A patch body: the bytes of a request, or a value a caller in the same
+/// process built (what decoding its JSON would give), which need not be
+/// serialized only to be parsed again.
+#[derive(Debug, Clone, Copy)]
+pub enum PatchBody<'a> {
+    Bytes(&'a [u8]),
+    Value(&'a Value),
+}
+
 /// Applies a json, merge or strategic patch body to `current`.
 pub fn apply_patch(
     kind: PatchType,
@@ -60,13 +71,28 @@ pub fn apply_patch(
     current: &Value,
     body: &[u8],
 ) -> Result<Value, ApiError> {
+    apply_patch_body(kind, resource, current, PatchBody::Bytes(body))
+}
+
+/// [`apply_patch`] of a body given as bytes or as a value.
+pub fn apply_patch_body(
+    kind: PatchType,
+    resource: &ResourceInfo,
+    current: &Value,
+    body: PatchBody<'_>,
+) -> Result<Value, ApiError> {
     if kind == PatchType::Strategic && resource.crd.is_some() {
         return Err(strategic_unsupported());
     }
-    let patch: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let patch: Cow<'_, Value> = match body {
+        PatchBody::Value(v) => Cow::Borrowed(v),
+        PatchBody::Bytes(b) => Cow::Owned(
+            serde_json::from_slice(b)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+        ),
+    };
     match kind {
-        PatchType::Json => json::json_patch(current, patch),
+        PatchType::Json => json::json_patch(current, patch.into_owned()),
         PatchType::Merge => json::merge_patch(current, &patch),
         PatchType::Strategic => strategic::strategic_merge(resource, current, &patch),
         // Apply bodies go through server_side_apply; treating one as a merge

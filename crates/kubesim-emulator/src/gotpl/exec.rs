@@ -47,18 +47,51 @@ fn err(line: usize, msg: impl std::fmt::Display) -> TemplateError {
     TemplateError(format!("line {line}: {msg}"))
 }
 
-/// The value at `path` under `v`, cloning only what is reached (a field
-/// of a whole pod is read far more often than the pod is copied).
-fn fields_of(v: &Value, path: &[String]) -> Value {
+/// A value met while rendering: borrowed from the data rendered (fields
+/// of the pod, the items of its lists) or made by the template (function
+/// results). Borrowing matters: `range .spec.containers` used to copy
+/// every container, twice, to print two of its fields.
+pub type Val<'a> = Cow<'a, Value>;
+
+static NULL: Value = Value::Null;
+
+/// The value at `path` under `v`. Only objects have fields: anything else
+/// gives null.
+fn field_ref<'v>(v: &'v Value, path: &[String]) -> &'v Value {
     let mut at = v;
     for f in path {
-        // Only objects have fields: anything else gives null, as before.
-        let Some(next) = at.get(f.as_str()) else {
-            return Value::Null;
-        };
-        at = next;
+        match at.get(f.as_str()) {
+            Some(next) => at = next,
+            None => return &NULL,
+        }
     }
-    at.clone()
+    at
+}
+
+/// [`field_ref`] of a value that may be borrowed: borrowed again, else
+/// only what is reached is copied.
+fn fields_of<'a>(v: &Val<'a>, path: &[String]) -> Val<'a> {
+    match v {
+        Cow::Borrowed(r) => Cow::Borrowed(field_ref(r, path)),
+        Cow::Owned(o) => Cow::Owned(field_ref(o, path).clone()),
+    }
+}
+
+/// [`fields_of`] of a value no longer needed: what is reached is moved out.
+fn take_fields<'a>(v: Val<'a>, path: &[String]) -> Val<'a> {
+    match v {
+        Cow::Borrowed(r) => Cow::Borrowed(field_ref(r, path)),
+        Cow::Owned(mut o) => {
+            let mut at = &mut o;
+            for f in path {
+                match at.get_mut(f.as_str()) {
+                    Some(next) => at = next,
+                    None => return Cow::Borrowed(&NULL),
+                }
+            }
+            Cow::Owned(at.take())
+        }
+    }
 }
 
 impl<'a> Exec<'a> {
@@ -76,11 +109,11 @@ impl<'a> Exec<'a> {
         }
     }
 
-    pub fn run(&mut self, nodes: &[Node], dot: &Value) -> Result<(), TemplateError> {
-        self.list(nodes, dot).map(|_| ())
+    pub fn run(&mut self, nodes: &[Node], dot: &'a Value) -> Result<(), TemplateError> {
+        self.list(nodes, &Cow::Borrowed(dot)).map(|_| ())
     }
 
-    fn list(&mut self, nodes: &[Node], dot: &Value) -> Result<Flow, TemplateError> {
+    fn list(&mut self, nodes: &[Node], dot: &Val<'a>) -> Result<Flow, TemplateError> {
         for n in nodes {
             match n {
                 Node::Text(t) => self.out.push_str(t),
@@ -125,27 +158,45 @@ impl<'a> Exec<'a> {
                 } => {
                     let mark = self.vars.len();
                     let v = self.eval_cmds(&pipe.cmds, dot, pipe.line)?;
-                    let items: Vec<(Value, Value)> = match v {
-                        Value::Array(a) => a
+                    let items: Vec<(Value, Val<'a>)> = match v {
+                        Cow::Borrowed(Value::Array(a)) => a
+                            .iter()
+                            .enumerate()
+                            .map(|(i, x)| (Value::from(i), Cow::Borrowed(x)))
+                            .collect(),
+                        Cow::Owned(Value::Array(a)) => a
                             .into_iter()
                             .enumerate()
-                            .map(|(i, x)| (Value::from(i), x))
+                            .map(|(i, x)| (Value::from(i), Cow::Owned(x)))
                             .collect(),
-                        Value::Object(o) => {
+                        Cow::Borrowed(Value::Object(o)) => {
+                            let mut kv: Vec<(&String, &Value)> = o.iter().collect();
+                            kv.sort_by(|a, b| a.0.cmp(b.0));
+                            kv.into_iter()
+                                .map(|(k, x)| (Value::String(k.clone()), Cow::Borrowed(x)))
+                                .collect()
+                        }
+                        Cow::Owned(Value::Object(o)) => {
                             let mut kv: Vec<(String, Value)> = o.into_iter().collect();
                             kv.sort_by(|a, b| a.0.cmp(&b.0));
-                            kv.into_iter().map(|(k, x)| (Value::String(k), x)).collect()
+                            kv.into_iter()
+                                .map(|(k, x)| (Value::String(k), Cow::Owned(x)))
+                                .collect()
                         }
-                        Value::Number(n) if n.as_i64().is_some() => (0..n.as_i64().unwrap_or(0))
-                            .map(|i| (Value::from(i), Value::from(i)))
-                            .collect(),
-                        Value::Null => Vec::new(),
-                        other => {
-                            return Err(err(
-                                pipe.line,
-                                format!("range can't iterate over {}", builtins::show(&other)),
-                            ))
-                        }
+                        v => match &*v {
+                            Value::Number(n) if n.as_i64().is_some() => {
+                                (0..n.as_i64().unwrap_or(0))
+                                    .map(|i| (Value::from(i), Cow::Owned(Value::from(i))))
+                                    .collect()
+                            }
+                            Value::Null => Vec::new(),
+                            other => {
+                                return Err(err(
+                                    pipe.line,
+                                    format!("range can't iterate over {}", builtins::show(other)),
+                                ))
+                            }
+                        },
                     };
                     if items.is_empty() {
                         let flow = self.list(otherwise, dot)?;
@@ -158,10 +209,10 @@ impl<'a> Exec<'a> {
                     for (k, x) in items {
                         let inner = self.vars.len();
                         match pipe.vars.as_slice() {
-                            [v] => self.vars.push((v.clone(), Cow::Owned(x.clone()))),
+                            [v] => self.vars.push((v.clone(), x.clone())),
                             [i, v] => {
                                 self.vars.push((i.clone(), Cow::Owned(k)));
-                                self.vars.push((v.clone(), Cow::Owned(x.clone())));
+                                self.vars.push((v.clone(), x.clone()));
                             }
                             _ => {}
                         }
@@ -182,17 +233,14 @@ impl<'a> Exec<'a> {
                         .ok_or_else(|| err(*line, format!("no such template {name:?}")))?;
                     let d = match pipe {
                         Some(p) => self.pipeline(p, dot)?,
-                        None => Value::Null,
+                        None => Cow::Borrowed(&NULL),
                     };
                     if self.depth >= MAX_DEPTH {
                         return Err(err(*line, "template calls nest too deeply"));
                     }
                     self.depth += 1;
                     // A template sees only its own `$`.
-                    let saved = std::mem::replace(
-                        &mut self.vars,
-                        vec![(String::new(), Cow::Owned(d.clone()))],
-                    );
+                    let saved = std::mem::replace(&mut self.vars, vec![(String::new(), d.clone())]);
                     let r = self.list(body, &d);
                     self.vars = saved;
                     self.depth -= 1;
@@ -203,16 +251,16 @@ impl<'a> Exec<'a> {
         Ok(Flow::Normal)
     }
 
-    fn var(&self, name: &str, line: usize) -> Result<&Value, TemplateError> {
+    fn var(&self, name: &str, line: usize) -> Result<&Val<'a>, TemplateError> {
         self.vars
             .iter()
             .rev()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_ref())
+            .map(|(_, v)| v)
             .ok_or_else(|| err(line, format!("undefined variable \"${name}\"")))
     }
 
-    fn pipeline(&mut self, p: &Pipeline, dot: &Value) -> Result<Value, TemplateError> {
+    fn pipeline(&mut self, p: &Pipeline, dot: &Val<'a>) -> Result<Val<'a>, TemplateError> {
         let v = self.eval_cmds(&p.cmds, dot, p.line)?;
         if let Some(name) = p.vars.first() {
             if p.assign {
@@ -222,9 +270,9 @@ impl<'a> Exec<'a> {
                     .rev()
                     .find(|(n, _)| n == name)
                     .ok_or_else(|| err(p.line, format!("undefined variable \"${name}\"")))?;
-                slot.1 = Cow::Owned(v.clone());
+                slot.1 = v.clone();
             } else {
-                self.vars.push((name.clone(), Cow::Owned(v.clone())));
+                self.vars.push((name.clone(), v.clone()));
             }
         }
         Ok(v)
@@ -233,23 +281,23 @@ impl<'a> Exec<'a> {
     fn eval_cmds(
         &mut self,
         cmds: &[Vec<Arg>],
-        dot: &Value,
+        dot: &Val<'a>,
         line: usize,
-    ) -> Result<Value, TemplateError> {
-        let mut piped: Option<Value> = None;
+    ) -> Result<Val<'a>, TemplateError> {
+        let mut piped: Option<Val<'a>> = None;
         for cmd in cmds {
             piped = Some(self.command(cmd, dot, piped, line)?);
         }
-        Ok(piped.unwrap_or(Value::Null))
+        Ok(piped.unwrap_or(Cow::Borrowed(&NULL)))
     }
 
     fn command(
         &mut self,
         cmd: &[Arg],
-        dot: &Value,
-        piped: Option<Value>,
+        dot: &Val<'a>,
+        piped: Option<Val<'a>>,
         line: usize,
-    ) -> Result<Value, TemplateError> {
+    ) -> Result<Val<'a>, TemplateError> {
         let Some(first) = cmd.first() else {
             return Err(err(line, "empty command"));
         };
@@ -265,21 +313,23 @@ impl<'a> Exec<'a> {
         self.arg(first, dot, line)
     }
 
-    fn arg(&mut self, a: &Arg, dot: &Value, line: usize) -> Result<Value, TemplateError> {
+    fn arg(&mut self, a: &Arg, dot: &Val<'a>, line: usize) -> Result<Val<'a>, TemplateError> {
         Ok(match a {
             Arg::Field(path) => fields_of(dot, path),
             Arg::Var(name, path) => fields_of(self.var(name, line)?, path),
             Arg::Func(name) => self.call(name, &[], dot, None, line)?,
-            Arg::Str(s) => Value::String(s.clone()),
-            Arg::Int(i) => Value::from(*i),
-            Arg::Float(f) => serde_json::Number::from_f64(*f)
-                .map(Value::Number)
-                .unwrap_or(Value::Null),
-            Arg::Bool(b) => Value::Bool(*b),
-            Arg::Nil => Value::Null,
+            Arg::Str(s) => Cow::Owned(Value::String(s.clone())),
+            Arg::Int(i) => Cow::Owned(Value::from(*i)),
+            Arg::Float(f) => Cow::Owned(
+                serde_json::Number::from_f64(*f)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null),
+            ),
+            Arg::Bool(b) => Cow::Owned(Value::Bool(*b)),
+            Arg::Nil => Cow::Borrowed(&NULL),
             Arg::Sub(p, path) => {
                 let v = self.eval_cmds(&p.cmds, dot, line)?;
-                fields_of(&v, path)
+                take_fields(v, path)
             }
         })
     }
@@ -288,13 +338,13 @@ impl<'a> Exec<'a> {
         &mut self,
         name: &str,
         args: &[Arg],
-        dot: &Value,
-        piped: Option<Value>,
+        dot: &Val<'a>,
+        piped: Option<Val<'a>>,
         line: usize,
-    ) -> Result<Value, TemplateError> {
+    ) -> Result<Val<'a>, TemplateError> {
         // `and` and `or` stop at the first operand that decides them.
         if name == "and" || name == "or" {
-            let mut last = Value::Null;
+            let mut last = Cow::Borrowed(&NULL);
             let n = args.len() + usize::from(piped.is_some());
             if n == 0 {
                 return Err(err(
@@ -315,10 +365,10 @@ impl<'a> Exec<'a> {
         }
         let mut vals = Vec::with_capacity(args.len() + 1);
         for a in args {
-            vals.push(self.arg(a, dot, line)?);
+            vals.push(self.arg(a, dot, line)?.into_owned());
         }
         if let Some(p) = piped {
-            vals.push(p);
+            vals.push(p.into_owned());
         }
         let found = self
             .funcs
@@ -326,7 +376,7 @@ impl<'a> Exec<'a> {
             .or_else(|| builtins::call(name, &vals))
             .or_else(|| super::sprig::call(name, &vals));
         match found {
-            Some(Ok(v)) => Ok(v),
+            Some(Ok(v)) => Ok(Cow::Owned(v)),
             Some(Err(e)) => Err(err(line, format!("error calling {name}: {e}"))),
             None => Err(err(line, format!("function {name:?} not defined"))),
         }

@@ -179,3 +179,92 @@ proptest! {
         }
     }
 }
+
+/// Data whose fields templates below read, borrowed or through functions.
+fn rich_data() -> Value {
+    json!({"a": [1, {"b": "c", "l": [true, null]}], "s": "x", "n": 3,
+           "m": {"z": [1, 2], "y": {"k": "v"}, "e": ""},
+           "spec": {"containers": [{"name": "c1", "image": "i1"}, {"name": "c2", "image": "i2"}]}})
+}
+
+/// The borrowing evaluator renders what the copying one did, errors
+/// included.
+fn as_before(src: &str, data: &Value) {
+    let Ok(t) = Template::parse(src) else {
+        return;
+    };
+    let now = t.render(data, &Caller).map_err(|e| e.0);
+    let before = t.render_before(data, &Caller).map_err(|e| e.0);
+    assert_eq!(now, before, "{src}");
+}
+
+#[test]
+fn borrowing_renders_as_copying_did() {
+    let d = rich_data();
+    for src in [
+        "{{ range .spec.containers }}- {{ .name }} {{ .image | printf \"%q\" }}\n{{ end }}",
+        "{{ range $i, $c := .spec.containers }}{{ $i }}{{ $c.name }}{{ $.s }}{{ end }}",
+        "{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}",
+        "{{ range $k, $v := (dict \"b\" 1 \"a\" .m.y) }}{{ $k }}={{ $v }};{{ end }}",
+        "{{ range (list .a .m) }}{{ . }}|{{ end }}",
+        "{{ with .m.y }}{{ .k }}{{ $x := . }}{{ $x.k }}{{ end }}",
+        "{{ with (index .a 1) }}{{ .b }}{{ .l }}{{ end }}",
+        "{{ (index .a 1).b }} {{ (index .a 1).l }} {{ (index .a 1).missing.deeper }}",
+        "{{ (dict \"q\" (dict \"r\" 5)).q.r }}",
+        "{{ $v := .m.z }}{{ range .a }}{{ $v = . }}{{ end }}{{ $v }}",
+        "{{ or .m.e .s }} {{ and .s .m.y }} {{ or .none .m.e }}",
+        "{{ define \"t\" }}<{{ .k }}{{ $.k }}>{{ end }}{{ template \"t\" .m.y }}{{ template \"t\" (dict \"k\" 1) }}",
+        "{{ range .s }}{{ end }}",
+        "{{ range .n }}{{ . }}{{ end }}{{ range .none }}x{{ else }}e{{ end }}",
+        "{{ len .spec.containers }} {{ Twice .n }} {{ .n | Twice | Twice }}",
+        "{{ .spec.containers.name }} {{ .s.x }} {{ $.a }}",
+        "{{ if .m.z }}{{ range $i, $x := .m.z }}{{ if eq $x 2 }}{{ break }}{{ end }}{{ $i }}{{ end }}{{ end }}",
+    ] {
+        as_before(src, &d);
+    }
+}
+
+/// The built-in Stage templates over a pod and a node.
+#[test]
+fn stage_templates_render_as_before() {
+    let pod = json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u",
+            "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"nodeName": "n", "containers": [
+            {"name": "c", "image": "busybox:1", "resources": {"requests": {"cpu": "1"}}},
+            {"name": "d", "image": "busybox:2"}],
+            "initContainers": [{"name": "i", "image": "x", "restartPolicy": "Always"},
+                               {"name": "j", "image": "y"}],
+            "readinessGates": [{"conditionType": "g"}]},
+        "status": {"phase": "Running", "startTime": "2026-01-01T00:00:01Z",
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+            "allocatable": {"cpu": "16"}, "nodeInfo": {"architecture": "arm64"}}});
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/stages");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let stage: Value = serde_saphyr::from_str(&text).unwrap();
+        for step in stage["spec"]["steps"].as_array().unwrap() {
+            if let Some(src) = step.pointer("/patch/template").and_then(Value::as_str) {
+                as_before(src, &pod);
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 4, "{seen} templates");
+}
+
+proptest! {
+    #[test]
+    fn random_actions_render_as_before(
+        body in "[a-z$.|()\"0-9 :=,]{0,30}",
+        wrap in 0usize..4,
+    ) {
+        let src = match wrap {
+            0 => format!("{{{{ {body} }}}}"),
+            1 => format!("{{{{ range $i, $v := .a }}}}{{{{ {body} }}}}{{{{ end }}}}"),
+            2 => format!("{{{{ with .m }}}}{{{{ {body} }}}}{{{{ end }}}}"),
+            _ => format!("{{{{ $x := .m.y }}}}{{{{ range .spec.containers }}}}{{{{ {body} }}}}{{{{ end }}}}"),
+        };
+        as_before(&src, &rich_data());
+    }
+}

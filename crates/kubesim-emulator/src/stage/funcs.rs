@@ -190,11 +190,13 @@ fn node_conditions() -> Value {
 
 /// `Quote`: strings JSON-quoted; anything else as JSON text, quoted.
 fn quote(v: &Value) -> Value {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+    // Serializing the &str quotes it as `Value::String` would, without
+    // copying the string first.
+    let quoted = match v {
+        Value::String(s) => serde_json::to_string(s),
+        other => serde_json::to_string(&other.to_string()),
     };
-    Value::String(Value::String(text).to_string())
+    Value::String(quoted.unwrap_or_default())
 }
 
 /// `YAML obj [n]`: the object as YAML, every line indented by 2n spaces.

@@ -52,10 +52,11 @@ struct Job {
     step: usize,
     /// Whether the node's network latency has been waited out.
     latency_paid: bool,
-    /// The object as the informer showed it at `rv`, kept for jobs due at
-    /// once (most are): reading it back from the cache would decode it
-    /// again. Jobs that wait do not keep it, so waiting pods cost only
-    /// their cached bytes.
+    /// The object as the informer showed it at `rv`, already decoded:
+    /// reading it back from the cache would decode its bytes again. Jobs
+    /// that wait keep it too (a running pod waits for its completion), as
+    /// that decode cost more than the rest of choosing its stage; it is
+    /// the object without managedFields, one per object with a job.
     obj: Option<Arc<Value>>,
 }
 
@@ -190,7 +191,7 @@ impl Lifecycle {
             due: self.shared.clock.instant() + delay,
             step: 0,
             latency_paid: false,
-            obj: cached.filter(|_| delay.is_zero()).cloned(),
+            obj: cached.cloned(),
         };
         self.pending.lock().insert(key.clone(), job);
         self.queue.add_after(key, delay);

@@ -160,12 +160,12 @@ impl Steps<'_> {
         subresource: Option<&str>,
     ) -> Result<Value, ApiError> {
         self.api
-            .patch(
+            .patch_value(
                 &self.target.resource,
                 meta::namespace(obj),
                 meta::name(obj),
                 kind,
-                body.to_string().into_bytes(),
+                body,
                 subresource,
                 &opts(),
             )
