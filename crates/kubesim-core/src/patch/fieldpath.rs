@@ -85,7 +85,15 @@ impl FieldSet {
     pub fn insert(&mut self, path: &[String]) {
         let mut node = self;
         for e in path {
-            node = node.children.entry(e.clone()).or_default();
+            // The element is copied only for a new node: most inserts go
+            // through nodes that are already there.
+            if !node.children.contains_key(e) {
+                node.children.insert(e.clone(), FieldSet::default());
+            }
+            match node.children.get_mut(e) {
+                Some(n) => node = n,
+                None => return,
+            }
         }
         node.own = true;
     }
@@ -150,22 +158,46 @@ impl FieldSet {
         }
     }
 
+    /// Adds every path of `other`: what inserting each of its paths does,
+    /// walking both tries together instead of listing the paths.
     pub fn union(&mut self, other: &FieldSet) {
-        for p in other.paths() {
-            self.insert(&p);
+        self.own |= other.own;
+        for (k, c) in &other.children {
+            // A node without members holds no path to insert.
+            if c.is_empty() {
+                continue;
+            }
+            match self.children.get_mut(k) {
+                Some(n) => n.union(c),
+                None => {
+                    let mut n = FieldSet::default();
+                    n.union(c);
+                    self.children.insert(k.clone(), n);
+                }
+            }
         }
     }
 
+    /// Removes every path of `other` (their descendants stay), then prunes.
     pub fn difference(&mut self, other: &FieldSet) {
-        for p in other.paths() {
-            self.remove(&p);
-        }
+        self.unset(other);
         self.prune();
+    }
+
+    fn unset(&mut self, other: &FieldSet) {
+        if other.own {
+            self.own = false;
+        }
+        for (k, c) in &other.children {
+            if let Some(n) = self.children.get_mut(k) {
+                n.unset(c);
+            }
+        }
     }
 
     /// The `FieldsV1` JSON form: `.` first, then elements in sorted order.
     pub fn to_fields_v1(&self) -> Value {
-        let mut m = Map::new();
+        let mut m = Map::with_capacity(self.children.len() + usize::from(self.own));
         if self.own && !self.children.is_empty() {
             m.insert(".".into(), Value::Object(Map::new()));
         }

@@ -65,6 +65,24 @@ pub fn owns_any(fields: &Map<String, Value>, paths: &FieldSet) -> bool {
     })
 }
 
+/// Whether a canonical `fields` object owns every path of `paths`: then
+/// taking those paths away and adding them back gives the same set.
+pub fn owns_all(fields: &Map<String, Value>, paths: &FieldSet) -> bool {
+    // The root of a stored set is never a member.
+    !paths.own && owns_children(fields, paths)
+}
+
+fn owns_children(fields: &Map<String, Value>, paths: &FieldSet) -> bool {
+    paths.children.iter().all(|(k, p)| {
+        // A node without members holds no path.
+        p.is_empty()
+            || fields
+                .get(k)
+                .and_then(Value::as_object)
+                .is_some_and(|node| (!p.own || is_member(node)) && owns_children(node, p))
+    })
+}
+
 /// Whether a canonical node is a member itself.
 fn is_member(node: &Map<String, Value>) -> bool {
     node.is_empty() || node.contains_key(".")
@@ -147,5 +165,17 @@ mod tests {
         assert!(holds_any(fields, &path(&["f:spec"])));
         assert!(!holds_any(fields, &path(&["f:spec", "f:c", "f:e"])));
         assert!(!holds_any(fields, &path(&["f:status"])));
+        assert!(owns_all(fields, &path(&["f:spec", "f:a"])));
+        assert!(owns_all(fields, &path(&["f:spec", "f:c", "f:d"])));
+        assert!(!owns_all(fields, &path(&["f:spec", "f:c"])));
+        assert!(!owns_all(fields, &path(&["f:spec", "f:x"])));
+        assert!(!owns_all(fields, &path(&["f:spec", "f:a", "f:b", "f:e"])));
+        let mut two = path(&["f:spec", "f:a", "f:b"]);
+        two.insert(&["f:spec".to_string(), "f:c".to_string(), "f:d".to_string()]);
+        assert!(owns_all(fields, &two));
+        two.insert(&["f:spec".to_string(), "f:e".to_string()]);
+        assert!(!owns_all(fields, &two));
+        // The root is never owned.
+        assert!(!owns_all(fields, &path(&[])));
     }
 }

@@ -185,6 +185,19 @@ fn record(
         // The first entry of this manager takes the changed fields.
         let mine = !mine_found && !cmp.changed.is_empty() && raw.is(manager, "Update", subresource);
         mine_found |= mine;
+        // The writer's entry already owns every changed field and holds
+        // none of the removed ones, as when a controller rewrites the
+        // status fields it wrote before: its set comes out as it went in,
+        // so only the time and version are written.
+        let restamped = mine
+            && raw.is_canonical()
+            && raw.fields().is_some_and(|f| {
+                fields_v1::owns_all(f, &cmp.changed) && !fields_v1::holds_any(f, &cmp.removed)
+            });
+        if restamped {
+            slots.push(Slot::Kept(restamp(v.into_owned(), &api_version, now)));
+            continue;
+        }
         let untouched = !mine
             && raw.is_canonical()
             && raw.fields().is_some_and(|f| {
@@ -226,4 +239,30 @@ fn record(
     });
     slots.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     managed_fields::store(new, slots.into_iter().map(Slot::into_value).collect());
+}
+
+/// A canonical entry with `apiVersion` and `time` set as a rewrite of the
+/// entry with them would write it, its other members untouched.
+fn restamp(entry: Value, api_version: &str, now: &str) -> Value {
+    let Value::Object(mut m) = entry else {
+        return entry;
+    };
+    if let Some(t) = m.get_mut("time") {
+        *t = Value::String(now.to_string());
+        if let Some(v) = m.get_mut("apiVersion") {
+            *v = Value::String(api_version.to_string());
+        }
+        return Value::Object(m);
+    }
+    // No time yet: it goes right after apiVersion.
+    let mut out = Map::with_capacity(m.len() + 1);
+    for (k, v) in m {
+        if k == "apiVersion" {
+            out.insert(k, Value::String(api_version.to_string()));
+            out.insert("time".into(), Value::String(now.to_string()));
+        } else {
+            out.insert(k, v);
+        }
+    }
+    Value::Object(out)
 }

@@ -169,6 +169,44 @@ fn status_by_an_existing_manager() {
     );
 }
 
+/// A stored entry without a time, already owning what the write changes:
+/// its set stays and the time goes right after apiVersion, as a rewrite
+/// of the whole entry puts it.
+#[test]
+fn an_owned_rewrite_of_an_entry_without_time() {
+    let r = pods();
+    let mut cur = stored_pod();
+    cur["status"] = json!({"phase":"Pending"});
+    cur["metadata"]["managedFields"]
+        .as_array_mut()
+        .unwrap()
+        .push(
+            json!({"manager":"kubelet","operation":"Update","apiVersion":"v0",
+            "fieldsType":"FieldsV1","fieldsV1":{"f:status":{"f:phase":{}}},"subresource":"status"}),
+        );
+    let mut new = cur.clone();
+    new["status"]["phase"] = json!("Running");
+    let out = both(&r, Some(&cur), &new, "kubelet", Some("status"), T2);
+    let entries = mf(&out).as_array().unwrap();
+    let mine = entries.iter().find(|e| e["manager"] == "kubelet").unwrap();
+    let keys: Vec<&String> = mine.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "manager",
+            "operation",
+            "apiVersion",
+            "time",
+            "fieldsType",
+            "fieldsV1",
+            "subresource"
+        ]
+    );
+    assert_eq!(mine["time"], T2);
+    assert_eq!(mine["apiVersion"], "v1");
+    assert_eq!(mine["fieldsV1"], json!({"f:status":{"f:phase":{}}}));
+}
+
 #[test]
 fn main_update_takes_fields_from_another_manager() {
     let r = pods();
@@ -516,6 +554,58 @@ proptest! {
             let mut st = stored.clone();
             st["status"] = obj.get("status").cloned().unwrap_or(json!({"phase": "Unknown"}));
             both(&r, Some(&stored), &st, "kubelet", Some("status"), T2);
+        }
+    }
+
+    /// One manager writing the same few fields again and again, the case
+    /// where its entry is only restamped: each write must match the
+    /// reference, and once the writer owns what a write changes, its set
+    /// must come out as it went in.
+    #[test]
+    fn rewrites_by_one_manager(
+        first in pod_like(),
+        steps in prop::collection::vec((pod_like(), any::<bool>(), sent()), 1..8),
+    ) {
+        let r = pods();
+        let times = [T0, T1, T2];
+        let mut cur = both(&r, None, &first, "kubectl-create", None, T0);
+        for (i, (obj, status, how)) in steps.into_iter().enumerate() {
+            let sub = status.then_some("status");
+            // The write keeps the stored spec and metadata, so that mostly
+            // the status moves, as a controller's status writes do.
+            let mut new = cur.clone();
+            match obj.get("status") {
+                Some(st) => new["status"] = st.clone(),
+                None => {
+                    new.as_object_mut().map(|o| o.remove("status"));
+                }
+            }
+            let new = with_sent(&new, make_sent(&cur, how));
+            let before = mf(&cur).as_array().and_then(|l| {
+                l.iter()
+                    .find(|e| e["manager"] == "kubelet" && e.get("subresource").and_then(Value::as_str) == sub)
+                    .map(|e| e["fieldsV1"].clone())
+            });
+            let next = both(&r, Some(&cur), &new, "kubelet", sub, times[i % 3]);
+            if matches!(how, Sent::Same | Sent::Nothing) && before.is_some() {
+                let w = Walker { resource: &r };
+                let mut cmp = Comparison::default();
+                w.compare(&mut Vec::new(), Some(&cur), Some(&new), &mut Vec::new(), &mut cmp);
+                let owned = before.as_ref().map(FieldSet::from_fields_v1).unwrap_or_default();
+                let covered = cmp.changed.paths().iter().all(|p| owned.contains(p))
+                    && cmp.removed.paths().iter().all(|p| owned.node(p).is_none());
+                if covered && !cmp.changed.is_empty() {
+                    let after = mf(&next).as_array().and_then(|l| {
+                        l.iter()
+                            .find(|e| e["manager"] == "kubelet" && e.get("subresource").and_then(Value::as_str) == sub)
+                            .map(|e| (e["fieldsV1"].to_string(), e["time"].clone()))
+                    });
+                    let before = before.as_ref().map(Value::to_string);
+                    prop_assert_eq!(after.as_ref().map(|a| &a.0), before.as_ref());
+                    prop_assert_eq!(after.map(|a| a.1), Some(json!(times[i % 3])));
+                }
+            }
+            cur = next;
         }
     }
 }
