@@ -61,6 +61,50 @@ impl InProcess {
         }
         Ok(())
     }
+
+    /// A patch given as bytes or as a value; the scale subresource reads
+    /// bytes.
+    #[allow(clippy::too_many_arguments)]
+    async fn patch_body(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        name: &str,
+        kind: PatchType,
+        body: PatchBody<'_>,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        let opts = &quiet(opts);
+        let res = self.resource(r)?;
+        Self::check(&res, ns, subresource, true)?;
+        if subresource == Some("scale") {
+            let json;
+            let bytes = match body {
+                PatchBody::Bytes(b) => b,
+                PatchBody::Value(v) => {
+                    json = v.to_string().into_bytes();
+                    &json
+                }
+            };
+            return self
+                .server
+                .write_scale(
+                    &res,
+                    ns,
+                    name,
+                    ScaleChange::Patch(kind, bytes),
+                    opts,
+                    &self.caller,
+                )
+                .await;
+        }
+        Ok(self
+            .server
+            .patch(&res, ns, name, kind, body, subresource, opts, &self.caller)
+            .await?
+            .obj)
+    }
 }
 
 fn is_core(r: &ResourceInfo, plural: &str) -> bool {
@@ -262,36 +306,16 @@ impl Api for InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let opts = &quiet(opts);
-        let res = self.resource(r)?;
-        Self::check(&res, ns, subresource, true)?;
-        if subresource == Some("scale") {
-            return self
-                .server
-                .write_scale(
-                    &res,
-                    ns,
-                    name,
-                    ScaleChange::Patch(kind, &body),
-                    opts,
-                    &self.caller,
-                )
-                .await;
-        }
-        Ok(self
-            .server
-            .patch(
-                &res,
-                ns,
-                name,
-                kind,
-                PatchBody::Bytes(&body),
-                subresource,
-                opts,
-                &self.caller,
-            )
-            .await?
-            .obj)
+        self.patch_body(
+            r,
+            ns,
+            name,
+            kind,
+            PatchBody::Bytes(&body),
+            subresource,
+            opts,
+        )
+        .await
     }
 
     async fn patch_value(
@@ -304,32 +328,18 @@ impl Api for InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        // Only where the value is exactly what its JSON would parse back
-        // to: floating-point numbers may not survive the trip, and the
-        // scale subresource and apply bodies read bytes.
-        if subresource == Some("scale") || kind == PatchType::Apply || has_float(&body) {
-            let bytes = body.to_string().into_bytes();
-            return self
-                .patch(r, ns, name, kind, bytes, subresource, opts)
-                .await;
-        }
-        let opts = &quiet(opts);
-        let res = self.resource(r)?;
-        Self::check(&res, ns, subresource, true)?;
-        Ok(self
-            .server
-            .patch(
-                &res,
-                ns,
-                name,
-                kind,
-                PatchBody::Value(&body),
-                subresource,
-                opts,
-                &self.caller,
-            )
-            .await?
-            .obj)
+        // Floating-point numbers may not survive a trip through JSON: a
+        // body holding one goes as the bytes a remote client would send,
+        // so that both give the same object.
+        let bytes;
+        let body = if has_float(&body) {
+            bytes = body.to_string().into_bytes();
+            PatchBody::Bytes(&bytes)
+        } else {
+            PatchBody::Value(&body)
+        };
+        self.patch_body(r, ns, name, kind, body, subresource, opts)
+            .await
     }
 
     async fn delete(

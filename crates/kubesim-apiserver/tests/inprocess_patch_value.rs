@@ -171,3 +171,40 @@ async fn values_and_bytes_fail_alike() {
         .unwrap_err();
     assert_eq!(missing.code, 404);
 }
+
+#[tokio::test]
+async fn apply_bodies_given_as_values_apply_as_bytes_do() {
+    let api = api().await;
+    let r = ResourceRef::core("pods");
+    let body = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"tier": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}], "nodeName": "n1"}})
+    };
+    let a = api
+        .patch(
+            &r,
+            "default",
+            "a",
+            PatchType::Apply,
+            body("a").to_string().into_bytes(),
+            None,
+            &opts(),
+        )
+        .await
+        .unwrap();
+    let b = api
+        .patch_value(
+            &r,
+            "default",
+            "b",
+            PatchType::Apply,
+            body("b"),
+            None,
+            &opts(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(a["metadata"]["labels"]["tier"], "web");
+    assert_eq!(normalized(a), normalized(b));
+}

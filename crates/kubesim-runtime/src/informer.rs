@@ -407,7 +407,9 @@ impl Informers {
     /// least that much: a narrower shape is served by the full informer
     /// when one already runs, since a full object holds every field a
     /// narrower consumer reads, and a second watch would decode and cache
-    /// each change twice.
+    /// each change twice. A full informer asked for after a narrower one
+    /// does not replace it, so a process that runs both asks for the full
+    /// one before starting its components.
     pub fn get_shaped(&self, resource: &ResourceRef, shape: Shape) -> Arc<Informer> {
         let mut started = self.started.lock();
         let full = (resource.clone(), Shape::Full);

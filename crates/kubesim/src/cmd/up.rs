@@ -224,6 +224,10 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
     // change is decoded and cached once; it runs on a task of its own.
     let informers =
         kubesim_runtime::Informers::new(in_process("kubesim-informers"), server.clock.clone());
+    // Pods are followed in full (the scheduler, the kubelets): asked for
+    // before any component starts, that informer also serves the garbage
+    // collector's narrower view, whichever component asks first.
+    informers.get(&kubesim_runtime::ResourceRef::core("pods"));
     tokio::spawn({
         let i = informers.clone();
         async move { i.run().await }
