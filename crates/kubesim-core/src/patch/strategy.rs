@@ -12,6 +12,9 @@
 //! so for them the list type is read from `x-kubernetes-list-type` and
 //! friends instead.
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use serde_json::Value;
 
 use crate::resource::ResourceInfo;
@@ -383,15 +386,32 @@ const ATOMIC: &str = "atomic";
 /// The root Go type of a built-in resource; other built-ins get a generic
 /// root that still knows about `metadata`.
 pub fn root_type(resource: &ResourceInfo) -> &'static str {
-    ROOTS
-        .iter()
-        .find(|(g, p, _)| *g == resource.group && *p == resource.plural)
-        .map(|(_, _, t)| *t)
+    static BY_RESOURCE: LazyLock<HashMap<&str, HashMap<&str, &str>>> = LazyLock::new(|| {
+        let mut m: HashMap<&str, HashMap<&str, &str>> = HashMap::new();
+        for (g, p, t) in ROOTS {
+            m.entry(g).or_default().entry(p).or_insert(t);
+        }
+        m
+    });
+    BY_RESOURCE
+        .get(resource.group.as_str())
+        .and_then(|m| m.get(resource.plural.as_str()))
+        .copied()
         .unwrap_or("Object")
 }
 
+/// The table's entry for `field` of type `ty`. Looked up by hashing, as
+/// every strategic merge and apply asks for each list and map it meets.
 fn entry(ty: &str, field: &str) -> Option<&'static Entry> {
-    FIELDS.iter().find(|e| e.0 == ty && e.1 == field)
+    static BY_TYPE: LazyLock<HashMap<&str, HashMap<&str, &Entry>>> = LazyLock::new(|| {
+        let mut m: HashMap<&str, HashMap<&str, &Entry>> = HashMap::new();
+        // The first entry of a (type, field) pair wins, as a scan would.
+        for e in FIELDS {
+            m.entry(e.0).or_default().entry(e.1).or_insert(e);
+        }
+        m
+    });
+    BY_TYPE.get(ty).and_then(|m| m.get(field)).copied()
 }
 
 /// Walks the type table along `path`; None once a field has no known type.
