@@ -120,12 +120,48 @@ pub(crate) fn decode(rec: &Record) -> Result<Value, ApiError> {
 }
 
 /// Serializes an object with `apiVersion`, `kind`, `metadata` first, the
-/// order the real server writes.
+/// order the real server writes. The bytes are an allocation of their exact
+/// size: `Bytes` keeps a vector's whole allocation, and stored objects live
+/// long (a 2.5 KB pod would otherwise hold 4 KiB).
 pub(crate) fn encode(obj: &Value) -> Bytes {
-    if let Value::Object(m) = obj {
-        return exact(serde_json::to_vec(&HeadFirst(m)).unwrap_or_default());
+    with_buffer(|buf| {
+        let written = match obj {
+            Value::Object(m) => serde_json::to_writer(&mut *buf, &HeadFirst(m)),
+            _ => serde_json::to_writer(&mut *buf, obj),
+        };
+        match written {
+            Ok(()) => Bytes::copy_from_slice(buf),
+            Err(_) => Bytes::new(),
+        }
+    })
+}
+
+/// Runs `f` with an empty buffer that keeps its capacity from one call to
+/// the next on this thread. Serializing into a fresh vector grew it by
+/// doubling (a reallocation and copy at each step) and then shrank it to
+/// the exact size (see below); one copy out of a warm buffer into an
+/// allocation of the exact size costs less than either.
+fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    use std::cell::RefCell;
+    /// Larger buffers are not kept: one huge object must not pin its
+    /// size for the thread's lifetime.
+    const KEEP: usize = 1 << 20;
+    thread_local! {
+        static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     }
-    exact(serde_json::to_vec(obj).unwrap_or_default())
+    BUF.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            let r = f(&mut buf);
+            if buf.capacity() > KEEP {
+                *buf = Vec::new();
+            }
+            r
+        }
+        // Not reached (serializing a value never encodes another), but a
+        // nested call would still be correct with a buffer of its own.
+        Err(_) => f(&mut Vec::new()),
+    })
 }
 
 /// The keys of `apiVersion`, `kind` and `metadata`, written first.
@@ -151,13 +187,6 @@ impl serde::Serialize for HeadFirst<'_> {
         }
         out.end()
     }
-}
-
-/// The bytes without the serializer's spare capacity: `Bytes` keeps a
-/// vector's whole allocation, and stored objects live long (a 2.5 KB pod
-/// would otherwise hold 4 KiB, one written past 4 KiB 8 KiB).
-fn exact(v: Vec<u8>) -> Bytes {
-    Bytes::from(v.into_boxed_slice())
 }
 
 pub(crate) fn store_error(e: StoreError) -> ApiError {

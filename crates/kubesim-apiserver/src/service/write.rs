@@ -804,7 +804,10 @@ impl Server {
             },
         );
         self.admit(resource, &mut new, Some(cur))?;
-        let causes = validation::validate(resource, &new, Some(cur));
+        let causes = match part {
+            Part::Main => validation::validate(resource, &new, Some(cur)),
+            Part::Status => validation::validate_status_update(resource, &new, cur),
+        };
         if !causes.is_empty() {
             return Err(ApiError::invalid(
                 &resource.kind,

@@ -83,6 +83,28 @@ pub fn validate(resource: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Ve
     out
 }
 
+/// [`validate`] for a write through the status subresource from `old`.
+///
+/// A status write keeps the pod's spec, and upstream's status update
+/// validation does not look at the spec at all. The spec rules are
+/// skipped when the spec is indeed the one stored (it passed them when it
+/// was written); they are the bulk of validating a pod, and every kubelet
+/// status write went through them.
+pub fn validate_status_update(resource: &ResourceInfo, obj: &Value, old: &Value) -> Vec<Cause> {
+    let pod = !resource.is_custom() && resource.group.is_empty() && resource.kind == "Pod";
+    let spec_kept = match (obj.get("spec"), old.get("spec")) {
+        (Some(n), Some(o)) => n.is_object() && crate::same::values(n, o),
+        _ => false,
+    };
+    if !(pod && spec_kept) {
+        return validate(resource, obj, Some(old));
+    }
+    // What `validate` gives for a pod whose spec passes its rules and is
+    // unchanged: the metadata's causes only (`validate_pod_update` finds
+    // nothing in an unchanged spec).
+    metadata::validate_object_meta(obj, name_rule(resource), true)
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -84,6 +84,49 @@ fn pod_dispatch_checks_spec_and_update() {
 }
 
 #[test]
+fn status_updates_of_a_kept_valid_spec_answer_as_full_validation() {
+    let pods = info("", "pods");
+    let spec = json!({"restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+        "containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Always",
+            "terminationMessagePolicy": "File"}]});
+    let old = json!({"metadata": {"name": "p"}, "spec": spec, "status": {}});
+    let kept = [
+        json!({"metadata": {"name": "p"}, "spec": spec, "status": {"phase": "Running"}}),
+        json!({"metadata": {"name": "p", "labels": {"-bad": "x"}}, "spec": spec}),
+        json!({"metadata": {"name": "P"}, "spec": spec}),
+    ];
+    for new in &kept {
+        assert_eq!(
+            validate_status_update(&pods, new, &old),
+            validate(&pods, new, Some(&old)),
+            "{new}"
+        );
+    }
+    assert_eq!(
+        fields_of(&validate_status_update(&pods, &kept[1], &old)),
+        vec!["metadata.labels"]
+    );
+    // A changed or missing spec, and other kinds, are validated in full.
+    let changed = json!({"metadata": {"name": "p"}, "spec": {"containers": []}});
+    assert_eq!(
+        fields_of(&validate_status_update(&pods, &changed, &old)),
+        fields_of(&validate(&pods, &changed, Some(&old)))
+    );
+    assert!(!validate_status_update(&pods, &changed, &old).is_empty());
+    let none = json!({"metadata": {"name": "p"}});
+    assert_eq!(
+        fields_of(&validate_status_update(&pods, &none, &none)),
+        vec!["spec.containers"]
+    );
+    let ns = info("", "namespaces");
+    let bad = json!({"metadata": {"name": "a.b"}, "spec": {}});
+    assert_eq!(
+        fields_of(&validate_status_update(&ns, &bad, &bad)),
+        vec!["metadata.name"]
+    );
+}
+
+#[test]
 fn not_an_object() {
     let pods = info("", "pods");
     assert_eq!(
