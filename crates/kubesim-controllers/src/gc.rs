@@ -69,6 +69,30 @@ fn owner_refs(obj: &Value) -> Vec<OwnerRef> {
         .collect()
 }
 
+/// Whether [`Graph::insert`] would keep `obj` as a bare uid: no owner
+/// reference with a uid, no finalizer, no deletion under way. Reads the
+/// object in place rather than building its [`Node`].
+fn is_bare(obj: &Value) -> bool {
+    let Some(md) = meta::metadata(obj) else {
+        return true;
+    };
+    let has_owner = md
+        .get("ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r.get("uid")
+                    .and_then(Value::as_str)
+                    .is_some_and(|u| !u.is_empty())
+            })
+        });
+    let has_finalizer = md
+        .get("finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(Value::is_string));
+    !has_owner && !has_finalizer && !meta::is_deleting(obj)
+}
+
 /// Objects by uid, and each owner uid's dependents (both ordered, so the
 /// collector acts in the same order every time).
 #[derive(Default)]
@@ -337,11 +361,17 @@ impl GarbageCollector {
 /// it) and, when it is gone, its dependents (they may be orphans now).
 fn on_change(graph: &Mutex<Graph>, queue: &WorkQueue<String>, res: &Arc<ResourceInfo>, c: &Change) {
     let obj = c.object();
-    let uid = meta::uid(obj).to_string();
+    let uid = meta::uid(obj);
     if uid.is_empty() {
         return;
     }
     let mut g = graph.lock();
+    // A bare object (most are) that was bare before changes nothing and
+    // concerns no one: its other fields are not the collector's business.
+    if !matches!(c, Change::Deleted(_)) && is_bare(obj) && g.bare.contains(uid) {
+        return;
+    }
+    let uid = uid.to_string();
     let mut touched: Vec<String> = Vec::new();
     if let Some(old) = g.nodes.get(&uid) {
         touched.extend(old.owners.iter().map(|o| o.uid.clone()));
@@ -397,4 +427,29 @@ fn remove_owner(obj: &mut Value, owner_uid: &str) -> bool {
         m.remove("ownerReferences");
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bare_exactly_when_the_graph_keeps_a_bare_uid() {
+        let cases = [
+            json!({"metadata": {"uid": "u"}}),
+            json!({"metadata": {"uid": "u", "ownerReferences": [{"uid": "o"}]}}),
+            json!({"metadata": {"uid": "u", "ownerReferences": [{"uid": ""}]}}),
+            json!({"metadata": {"uid": "u", "finalizers": ["f"]}}),
+            json!({"metadata": {"uid": "u", "finalizers": []}}),
+            json!({"metadata": {"uid": "u", "deletionTimestamp": "2024-01-01T00:00:00Z"}}),
+            json!({"metadata": {"uid": "u", "deletionTimestamp": null}}),
+        ];
+        for obj in cases {
+            let node_bare = owner_refs(&obj).is_empty()
+                && meta::finalizers(&obj).is_empty()
+                && !meta::is_deleting(&obj);
+            assert_eq!(is_bare(&obj), node_bare, "{obj}");
+        }
+    }
 }

@@ -129,8 +129,7 @@ pub fn controller_key(
     kind: &str,
     owners: &kubesim_runtime::Cache,
 ) -> Option<kubesim_runtime::ObjectKey> {
-    let r = child
-        .pointer("/metadata/ownerReferences")?
+    let r = meta::pointer(child, "/metadata/ownerReferences")?
         .as_array()?
         .iter()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?;
@@ -215,9 +214,16 @@ fn owners_selecting(
     owners: &kubesim_runtime::Cache,
     selector: impl Fn(&Value) -> Option<LabelSelector>,
 ) -> Vec<kubesim_runtime::ObjectKey> {
+    if owners.is_empty() {
+        return Vec::new();
+    }
+    let candidates = owners.list_namespace(meta::namespace(child));
+    // Most pods have no possible owner: then their labels are not read.
+    if candidates.is_empty() {
+        return Vec::new();
+    }
     let labels = meta::labels(child);
-    owners
-        .list_namespace(meta::namespace(child))
+    candidates
         .into_iter()
         .filter(|o| selector(o).is_some_and(|s| !s.is_empty() && s.matches_map(&labels)))
         .map(|o| kubesim_runtime::ObjectKey::of(&o))

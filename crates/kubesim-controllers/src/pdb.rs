@@ -84,6 +84,11 @@ impl PdbController {
         let cache = pdbs.cache();
         pods.on_change(move |c| {
             let pod = c.object();
+            let pdbs = cache.list_namespace(meta::namespace(pod));
+            // Without a budget in the namespace no label is worth reading.
+            if pdbs.is_empty() {
+                return;
+            }
             let mut label_sets = vec![meta::labels(pod)];
             if let Change::Modified { old, .. } = c {
                 let before = old.labels();
@@ -91,7 +96,7 @@ impl PdbController {
                     label_sets.push(before);
                 }
             }
-            for pdb in cache.list_namespace(meta::namespace(pod)) {
+            for pdb in pdbs {
                 if selector(&pdb).is_some_and(|s| label_sets.iter().any(|l| s.matches_map(l))) {
                     q.add(ObjectKey::of(&pdb));
                 }

@@ -20,7 +20,7 @@ pub fn controller_ref(owner: &Value) -> Value {
 
 /// The uid of the controller owning `obj`, if any.
 pub fn controller_uid(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/ownerReferences")?
+    meta::pointer(obj, "/metadata/ownerReferences")?
         .as_array()?
         .iter()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?
@@ -66,7 +66,7 @@ pub fn from_template(
 }
 
 pub fn phase(pod: &Value) -> &str {
-    pod.pointer("/status/phase")
+    meta::pointer(pod, "/status/phase")
         .and_then(Value::as_str)
         .unwrap_or("")
 }

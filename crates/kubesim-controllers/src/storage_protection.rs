@@ -31,7 +31,7 @@ fn holds(obj: &Value, finalizer: &str) -> bool {
 
 /// The claims a pod names in its volumes.
 fn claim_names(pod: &Value) -> Vec<&str> {
-    pod.pointer("/spec/volumes")
+    meta::pointer(pod, "/spec/volumes")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

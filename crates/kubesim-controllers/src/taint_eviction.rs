@@ -92,7 +92,7 @@ pub async fn run(ctx: Arc<Context>) {
 }
 
 fn node_of(pod: &Value) -> Option<&str> {
-    pod.pointer("/spec/nodeName")
+    meta::pointer(pod, "/spec/nodeName")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
 }

@@ -50,8 +50,7 @@ fn label_of<'a>(labels: &'a Attrs, key: &str) -> Option<&'a str> {
 impl Entry {
     /// `obj` as cached, with its serialized form if the caller has it.
     fn of(obj: &Value, json: Option<Bytes>) -> Self {
-        let controller = obj
-            .pointer("/metadata/ownerReferences")
+        let controller = meta::pointer(obj, "/metadata/ownerReferences")
             .and_then(Value::as_array)
             .and_then(|refs| {
                 refs.iter()
@@ -60,8 +59,7 @@ impl Entry {
             .and_then(|r| r.get("uid"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        let node = obj
-            .pointer("/spec/nodeName")
+        let node = meta::pointer(obj, "/spec/nodeName")
             .and_then(Value::as_str)
             .unwrap_or("");
         let labels = meta::labels(obj);
@@ -168,6 +166,24 @@ impl Lazy {
         self.entry.labels_match(selector)
     }
 
+    /// Whether `obj` has the same labels, compared as `meta::labels`
+    /// gives them but without building either map.
+    pub fn same_labels(&self, obj: &Value) -> bool {
+        let theirs = meta::metadata(obj)
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object);
+        let mut it = self.entry.packed.iter().skip(FIXED);
+        let mut n = 0;
+        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+            if theirs.and_then(|m| m.get(k)).and_then(Value::as_str) != Some(v) {
+                return false;
+            }
+            n += 1;
+        }
+        let strings = theirs.map_or(0, |m| m.values().filter(|v| v.is_string()).count());
+        strings == n
+    }
+
     /// The labels, as `meta::labels` gives them.
     pub fn labels(&self) -> BTreeMap<String, String> {
         let mut it = self.entry.packed.iter().skip(FIXED);
@@ -204,6 +220,13 @@ struct Inner {
 
 impl Inner {
     fn insert(&mut self, key: ObjectKey, e: Entry) -> Option<Entry> {
+        // Most changes (status writes) keep the owner and the node: the
+        // entry is replaced where it is, with one lookup and no index churn.
+        if let Some(slot) = self.objects.get_mut(&key) {
+            if slot.controller() == e.controller() && slot.node() == e.node() {
+                return Some(std::mem::replace(slot, e));
+            }
+        }
         let old = self.remove(&key);
         if let Some(c) = e.controller() {
             self.by_controller
@@ -545,6 +568,14 @@ mod tests {
         assert_eq!(old.node(), Some("n1"));
         assert_eq!(old.controller(), Some("rs1"));
         assert_eq!(old.labels(), meta::labels(old.object()));
+        assert!(old.same_labels(old.object()));
+        assert!(!old.same_labels(&new));
+        let mut more = (*old.object().clone()).clone();
+        more["metadata"]["labels"]["tier"] = json!("x");
+        assert!(!old.same_labels(&more));
+        // Values that are not strings are no labels, as meta::labels reads.
+        more["metadata"]["labels"]["tier"] = json!(1);
+        assert!(old.same_labels(&more));
         assert_eq!(old["metadata"]["labels"]["app"], "web");
         assert_eq!(new["metadata"]["labels"]["app"], "db");
         assert_eq!(names(c.controlled_by("rs1")), ["c"]);

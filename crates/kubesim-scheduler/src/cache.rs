@@ -53,7 +53,7 @@ pub struct Cache {
 /// Whether a pod has finished and no longer holds resources.
 pub fn is_terminal(pod: &Value) -> bool {
     matches!(
-        pod.pointer("/status/phase").and_then(Value::as_str),
+        meta::pointer(pod, "/status/phase").and_then(Value::as_str),
         Some("Succeeded") | Some("Failed")
     )
 }
@@ -177,7 +177,8 @@ impl Cache {
         };
         let same = st.assumed
             && st.info.uid == meta::uid(pod)
-            && pod.pointer("/spec/nodeName").and_then(Value::as_str) == Some(st.node.as_str())
+            && meta::pointer(pod, "/spec/nodeName").and_then(Value::as_str)
+                == Some(st.node.as_str())
             && st.info.labels == meta::labels(pod);
         if same {
             st.assumed = false;
@@ -194,7 +195,7 @@ impl Cache {
         let Some(st) = g.pods.get(&key) else {
             return false;
         };
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str);
+        let node = meta::pointer(pod, "/spec/nodeName").and_then(Value::as_str);
         if st.assumed || node != Some(st.node.as_str()) {
             return false;
         }

@@ -241,8 +241,7 @@ impl PodInfo {
             requests,
             non_zero_requests,
             host_ports: pod_host_ports(&pod),
-            node_name: pod
-                .pointer("/spec/nodeName")
+            node_name: meta::pointer(&pod, "/spec/nodeName")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
@@ -295,8 +294,7 @@ impl PodInfo {
             requests: self.requests.clone(),
             non_zero_requests: self.non_zero_requests.clone(),
             host_ports: self.host_ports.clone(),
-            node_name: pod
-                .pointer("/spec/nodeName")
+            node_name: meta::pointer(pod, "/spec/nodeName")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),

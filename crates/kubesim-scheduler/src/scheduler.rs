@@ -95,7 +95,7 @@ fn as_pod_object(pod: &Value) -> Value {
 }
 
 fn is_assigned(pod: &Value) -> bool {
-    pod.pointer("/spec/nodeName")
+    meta::pointer(pod, "/spec/nodeName")
         .and_then(Value::as_str)
         .is_some_and(|n| !n.is_empty())
 }
@@ -139,9 +139,7 @@ fn watch_cluster(informers: &Informers, s: &Arc<Shared>, served: Arc<Vec<String>
                 return;
             }
             let relabelled = match c {
-                Change::Modified { old, .. } => {
-                    old.node().is_none() || old.labels() != meta::labels(obj)
-                }
+                Change::Modified { old, .. } => old.node().is_none() || !old.same_labels(obj),
                 _ => true,
             };
             sh.cache.add_or_update_pod(obj.clone());

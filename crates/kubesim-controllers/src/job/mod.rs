@@ -42,7 +42,7 @@ fn pods_ref() -> ResourceRef {
 
 /// The name of the Job controlling `obj`, if a Job does.
 pub fn owning_job(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/ownerReferences")?
+    meta::pointer(obj, "/metadata/ownerReferences")?
         .as_array()?
         .iter()
         .find(|r| {

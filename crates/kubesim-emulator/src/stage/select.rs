@@ -11,17 +11,21 @@ use super::spec::{Operator, Requirement, Selector, Stage};
 
 impl Selector {
     pub fn matches(&self, obj: &Value, input: &Input) -> bool {
-        let labels = meta::labels(obj);
-        let annotations = meta::annotations(obj);
         self.match_labels
             .iter()
-            .all(|(k, v)| labels.get(k) == Some(v))
+            .all(|(k, v)| string_in(obj, "labels", k) == Some(v.as_str()))
             && self
                 .match_annotations
                 .iter()
-                .all(|(k, v)| annotations.get(k) == Some(v))
+                .all(|(k, v)| string_in(obj, "annotations", k) == Some(v.as_str()))
             && self.match_expressions.iter().all(|r| r.matches(input))
     }
+}
+
+/// One string entry of a metadata map, as `meta::string_map` would hold
+/// it, read in place: every object change is matched against every stage.
+fn string_in<'v>(obj: &'v Value, map: &str, key: &str) -> Option<&'v str> {
+    meta::metadata(obj)?.get(map)?.get(key)?.as_str()
 }
 
 /// Whether a jq result, as the string it is compared with, is one of
