@@ -62,6 +62,21 @@ impl InProcess {
         Ok(())
     }
 
+    /// The resource a write goes to, checked, and its options as in-process
+    /// components send them (unknown fields are ignored, not warned of).
+    fn writing(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        subresource: Option<&str>,
+        named: bool,
+        opts: &WriteOptions,
+    ) -> Result<(Arc<ResourceInfo>, WriteOptions), ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, subresource, named)?;
+        Ok((res, quiet(opts)))
+    }
+
     /// A patch given as bytes or as a value; the scale subresource reads
     /// bytes.
     #[allow(clippy::too_many_arguments)]
@@ -75,9 +90,8 @@ impl InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let opts = &quiet(opts);
-        let res = self.resource(r)?;
-        Self::check(&res, ns, subresource, true)?;
+        let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
+        let opts = &opts;
         if subresource == Some("scale") {
             let json;
             let bytes = match body {
@@ -241,9 +255,8 @@ impl Api for InProcess {
         obj: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let opts = &quiet(opts);
-        let res = self.resource(r)?;
-        Self::check(&res, ns, None, false)?;
+        let (res, opts) = self.writing(r, ns, None, false, opts)?;
+        let opts = &opts;
         if is_core(&res, "bindings") {
             let name = meta::name(&obj).to_string();
             return self.server.bind(ns, &name, &obj).await;
@@ -263,9 +276,8 @@ impl Api for InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let opts = &quiet(opts);
-        let res = self.resource(r)?;
-        Self::check(&res, ns, subresource, true)?;
+        let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
+        let opts = &opts;
         let name = meta::name(&obj).to_string();
         if name.is_empty() {
             return Err(ApiError::bad_request("the object has no name"));
