@@ -344,7 +344,7 @@ impl Api for InProcess {
         // body holding one goes as the bytes a remote client would send,
         // so that both give the same object.
         let bytes;
-        let body = if has_float(&body) {
+        let body = if crate::service::shaped::has_float(&body) {
             bytes = body.to_string().into_bytes();
             PatchBody::Bytes(&bytes)
         } else {
@@ -408,15 +408,5 @@ impl Api for InProcess {
             Some((to_event(frame, decode), rx))
         });
         Ok(stream.boxed())
-    }
-}
-
-/// Whether a floating-point number appears anywhere in `v`.
-fn has_float(v: &Value) -> bool {
-    match v {
-        Value::Number(n) => n.is_f64(),
-        Value::Array(a) => a.iter().any(has_float),
-        Value::Object(o) => o.values().any(has_float),
-        _ => false,
     }
 }

@@ -21,6 +21,22 @@ async fn api() -> Arc<dyn Api> {
     Arc::new(InProcess::new(server, "test"))
 }
 
+/// A server holding the twin pods `a` and `b`.
+async fn twins() -> Arc<dyn Api> {
+    let api = api().await;
+    for name in ["a", "b"] {
+        api.create(
+            &ResourceRef::core("pods"),
+            "default",
+            pod(name),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    }
+    api
+}
+
 fn pod(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": {"app": "a"}},
@@ -83,13 +99,8 @@ async fn both(
 
 #[tokio::test(start_paused = true)]
 async fn values_and_bytes_patch_alike() {
-    let api = api().await;
+    let api = twins().await;
     let r = ResourceRef::core("pods");
-    for name in ["a", "b"] {
-        api.create(&r, "default", pod(name), &Default::default())
-            .await
-            .unwrap();
-    }
     let bodies = [
         (
             PatchType::Strategic,
@@ -130,13 +141,8 @@ async fn values_and_bytes_patch_alike() {
 
 #[tokio::test(start_paused = true)]
 async fn values_and_bytes_fail_alike() {
-    let api = api().await;
+    let api = twins().await;
     let r = ResourceRef::core("pods");
-    for name in ["a", "b"] {
-        api.create(&r, "default", pod(name), &Default::default())
-            .await
-            .unwrap();
-    }
     let bodies = [
         // A failing test operation.
         (

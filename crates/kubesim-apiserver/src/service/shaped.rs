@@ -76,7 +76,8 @@ fn exact(v: &Value) -> Value {
     }
 }
 
-fn has_float(v: &Value) -> bool {
+/// Whether a floating-point number appears anywhere in `v`.
+pub(crate) fn has_float(v: &Value) -> bool {
     match v {
         Value::Number(n) => n.is_f64(),
         Value::Array(a) => a.iter().any(has_float),
