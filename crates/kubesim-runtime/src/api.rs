@@ -58,6 +58,22 @@ pub struct WriteOptions {
     /// upstream's default when absent is Warn).
     pub field_validation: Option<FieldValidation>,
     pub force: bool,
+    /// In process only (never sent over HTTP): the caller reads nothing of
+    /// the written object but its `metadata.resourceVersion`, so the
+    /// server may answer with that alone and hand the object itself to its
+    /// watchers rather than copy it. A remote server answers in full.
+    pub version_only: bool,
+}
+
+impl WriteOptions {
+    /// The defaults, for a caller that reads nothing of the answer but
+    /// the resourceVersion (see [`version_only`](Self::version_only)).
+    pub fn answer_version_only() -> Self {
+        WriteOptions {
+            version_only: true,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

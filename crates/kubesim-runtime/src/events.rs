@@ -357,7 +357,12 @@ impl Writer {
         });
         match self
             .api
-            .create(&events, &p.namespace, event, &WriteOptions::default())
+            .create(
+                &events,
+                &p.namespace,
+                event,
+                &WriteOptions::answer_version_only(),
+            )
             .await
         {
             Ok(_) => {

@@ -117,6 +117,8 @@ impl Query {
             field_manager: manager,
             field_validation: fv,
             force: self.flag("force")?.unwrap_or(false),
+            // A request over HTTP is always answered in full.
+            version_only: false,
         })
     }
 

@@ -199,7 +199,7 @@ impl Server {
                         code: 200,
                     });
                 }
-                match self.commit_update(resource, ns, name, &rec, new)? {
+                match self.commit_update(resource, ns, name, &rec, new, true)? {
                     Some((obj, rev)) => {
                         self.store.wait_durable(rev).await.map_err(store_error)?;
                         return Ok(match obj {
@@ -230,7 +230,9 @@ impl Server {
                 });
             }
             let Some((_, rev)) =
-                self.commit_if_unchanged(resource, ns, name, &rec, cur.clone(), true)?
+                // The answer is built from `cur`: the final state goes to the
+                // watchers uncopied.
+                self.commit_if_unchanged(resource, ns, name, &rec, cur.clone(), true, false)?
             else {
                 continue;
             };

@@ -30,7 +30,7 @@ use kubesim_store::{Committed, Record};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::shaped::shaped;
+use super::shaped::{shaped, shaped_owned};
 
 /// Entries an inbox holds at most: as many as the frames a watcher's
 /// channel buffers.
@@ -95,6 +95,44 @@ impl Handoff {
     /// commit writes the real one, so that stamping it later keeps the
     /// key order.
     pub(crate) fn prepare(&self, resource: &str, obj: &Value) -> Option<Prepared> {
+        let inboxes = self.open_inboxes(resource)?;
+        // Built outside the lock, once per shape.
+        let mut shapes: Vec<(Decode, Value)> = Vec::new();
+        for inbox in &inboxes {
+            if !shapes.iter().any(|(s, _)| *s == inbox.shape) {
+                shapes.push((inbox.shape, shaped(inbox.shape, obj)));
+            }
+        }
+        Some(Prepared { inboxes, shapes })
+    }
+
+    /// Hands `obj`, just committed to `resource` (a storage key) as
+    /// `committed` and stamped with its revision, to the watchers open
+    /// now, when its writer needs it no more: the last shape is built by
+    /// moving `obj` instead of copying it. The entries reach the inboxes
+    /// after the event has been published, so a watcher on another thread
+    /// may decode that event's bytes instead; on the thread of the writer
+    /// (the simulation's), it finds them there.
+    pub(crate) fn hand_over(&self, resource: &str, obj: Value, committed: &Committed) {
+        let Some(inboxes) = self.open_inboxes(resource) else {
+            return;
+        };
+        let mut wanted: Vec<Decode> = Vec::new();
+        for inbox in &inboxes {
+            if !wanted.contains(&inbox.shape) {
+                wanted.push(inbox.shape);
+            }
+        }
+        let Some(last) = wanted.pop() else { return };
+        let mut shapes: Vec<(Decode, Value)> =
+            wanted.into_iter().map(|d| (d, shaped(d, &obj))).collect();
+        shapes.push((last, shaped_owned(last, obj)));
+        self.deliver(Prepared { inboxes, shapes }, committed);
+    }
+
+    /// The inboxes of `resource`'s watchers that have room; None when
+    /// there are none.
+    fn open_inboxes(&self, resource: &str) -> Option<Vec<Arc<Inbox>>> {
         let inboxes: Vec<Arc<Inbox>> = {
             let mut all = self.inboxes.lock();
             let list = all.get_mut(resource)?;
@@ -108,17 +146,7 @@ impl Handoff {
                 .filter(|i| !i.full())
                 .collect()
         };
-        if inboxes.is_empty() {
-            return None;
-        }
-        // Built outside the lock, once per shape.
-        let mut shapes: Vec<(Decode, Value)> = Vec::new();
-        for inbox in &inboxes {
-            if !shapes.iter().any(|(s, _)| *s == inbox.shape) {
-                shapes.push((inbox.shape, shaped(inbox.shape, obj)));
-            }
-        }
-        Some(Prepared { inboxes, shapes })
+        (!inboxes.is_empty()).then_some(inboxes)
     }
 
     /// Hands the prepared shapes to their watchers once the write is
@@ -232,6 +260,25 @@ mod tests {
         // record) gets nothing.
         assert!(head.take(&record(&committed(3))).is_none());
         assert!(head.entries.lock().is_empty());
+    }
+
+    #[test]
+    fn handing_over_gives_each_watcher_what_preparing_gives() {
+        let (copied, moved) = (Handoff::default(), Handoff::default());
+        let shapes = [Decode::WithoutManagedFields, Decode::MetadataOnly];
+        let open = |h: &Handoff| shapes.map(|d| h.open("pods", d).unwrap());
+        let (a, b) = (open(&copied), open(&moved));
+        let c = committed(5);
+        let mut stamped = obj(5);
+        stamped["metadata"]["resourceVersion"] = json!("5");
+        commit(&copied, &c, &stamped);
+        moved.hand_over("pods", stamped, &c);
+        for (a, b) in a.iter().zip(&b) {
+            let (a, b) = (a.take(&record(&c)).unwrap(), b.take(&record(&c)).unwrap());
+            assert_eq!(a.to_string(), b.to_string());
+        }
+        // Nobody watching: nothing is built.
+        Handoff::default().hand_over("pods", obj(6), &committed(6));
     }
 
     #[test]

@@ -39,6 +39,56 @@ pub(crate) fn shaped(decode: Decode, obj: &Value) -> Value {
     Value::Object(out)
 }
 
+/// [`shaped`] of an object its owner gives up: the same value, built by
+/// moving `obj`'s parts rather than copying them.
+pub(crate) fn shaped_owned(decode: Decode, obj: Value) -> Value {
+    let Value::Object(mut m) = obj else {
+        return exact_owned(obj);
+    };
+    let mut out = Map::with_capacity(m.len());
+    for k in HEAD {
+        if let Some(v) = m.shift_remove(k) {
+            let v = match (k, decode) {
+                ("metadata", Decode::WithoutManagedFields | Decode::MetadataOnly) => {
+                    without_managed_fields_owned(v)
+                }
+                _ => exact_owned(v),
+            };
+            out.insert(k.to_string(), v);
+        }
+    }
+    if decode != Decode::MetadataOnly {
+        for (k, v) in m {
+            out.insert(k, exact_owned(v));
+        }
+    }
+    Value::Object(out)
+}
+
+/// [`without_managed_fields`] of metadata its owner gives up.
+fn without_managed_fields_owned(md: Value) -> Value {
+    let Value::Object(mut m) = md else {
+        return exact_owned(md);
+    };
+    // The same removal as the decoder's: the last key takes its place.
+    m.remove("managedFields");
+    for v in m.values_mut() {
+        if has_float(v) {
+            *v = exact(v);
+        }
+    }
+    Value::Object(m)
+}
+
+/// [`exact`] of a value its owner gives up.
+fn exact_owned(v: Value) -> Value {
+    if has_float(&v) {
+        exact(&v)
+    } else {
+        v
+    }
+}
+
 /// Object metadata without `managedFields`; other values as they are.
 fn without_managed_fields(md: &Value) -> Value {
     let Value::Object(m) = md else {
@@ -107,6 +157,12 @@ mod tests {
             let built = shaped(d, obj);
             assert_eq!(built, decoded, "{d:?} of {obj}");
             assert_eq!(built.to_string(), decoded.to_string(), "{d:?} of {obj}");
+            let moved = shaped_owned(d, obj.clone());
+            assert_eq!(
+                moved.to_string(),
+                decoded.to_string(),
+                "{d:?} of {obj}, moved"
+            );
         }
     }
 

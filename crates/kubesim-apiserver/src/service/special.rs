@@ -186,11 +186,15 @@ impl Server {
         }
     }
 
+    /// Whether [`after_commit`](Self::after_commit) reads the objects
+    /// written to `resource`.
+    pub(crate) fn reads_committed(resource: &ResourceInfo) -> bool {
+        resource.group == "apiextensions.k8s.io" && resource.plural == "customresourcedefinitions"
+    }
+
     /// Work after a committed write: CRDs (un)register their resources.
     pub(crate) fn after_commit(&self, resource: &ResourceInfo, obj: Option<&Value>) {
-        if resource.group == "apiextensions.k8s.io"
-            && resource.plural == "customresourcedefinitions"
-        {
+        if Self::reads_committed(resource) {
             if let Some(o) = obj {
                 self.register_crd(o);
             }

@@ -230,7 +230,8 @@ impl Server {
                 }
             }
             set_condition(&mut new, "PodScheduled", "True", &self.now_string());
-            if let Some((_, rev)) = self.commit_update(&pods, ns, name, &rec, new)? {
+            // The answer is a Status: the pod goes to the watchers uncopied.
+            if let Some((_, rev)) = self.commit_update(&pods, ns, name, &rec, new, false)? {
                 self.store
                     .wait_durable(rev)
                     .await

@@ -368,7 +368,12 @@ impl Server {
         let key = object_key(resource, ns, name);
         let mut exists = false;
         let mut attrs = Some(attrs);
-        let handoff = self.prepare_handoff(resource, &mut obj);
+        let keep = keeps_answer(resource, opts);
+        let handoff = if keep {
+            self.prepare_handoff(resource, &mut obj)
+        } else {
+            None
+        };
         let committed = self
             .store
             .write(&resource.storage_key(), &key, &mut |cur, rev| {
@@ -391,14 +396,20 @@ impl Server {
                 name,
             ));
         }
-        if let Some(h) = handoff {
+        if !keep {
+            self.handoff
+                .hand_over(&resource.storage_key(), obj, &committed);
+            obj = version_stub(committed.rev);
+        } else if let Some(h) = handoff {
             self.handoff.deliver(h, &committed);
         }
         self.store
             .wait_durable(committed.rev)
             .await
             .map_err(store_error)?;
-        self.after_commit(resource, Some(&obj));
+        if keep {
+            self.after_commit(resource, Some(&obj));
+        }
         Ok(WriteResult {
             obj,
             created: true,
@@ -643,7 +654,7 @@ impl Server {
                     warnings: Vec::new(),
                 });
             }
-            match self.commit_update(resource, ns, name, &rec, new)? {
+            match self.commit_update(resource, ns, name, &rec, new, keeps_answer(resource, opts))? {
                 Some((obj, rev)) => {
                     self.store.wait_durable(rev).await.map_err(store_error)?;
                     self.after_commit(resource, obj.as_ref());
@@ -853,17 +864,21 @@ impl Server {
         name: &str,
         expected: &Arc<Record>,
         new: Value,
+        keep: bool,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
         let remove = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
             && grace_elapsed(&new)
             && !namespace_finalizers_pending(resource, &new);
-        self.commit_if_unchanged(resource, ns, name, expected, new, remove)
+        self.commit_if_unchanged(resource, ns, name, expected, new, remove, keep)
     }
 
     /// Stores `new` (or, with `remove`, deletes the object leaving `new` as
     /// its final state) if the object is still at `expected`'s revision;
     /// `new` is stamped with the write's revision. None on a lost race.
+    /// Without `keep`, the caller gets [`version_stub`] instead of `new`,
+    /// which goes to the in-process watchers uncopied.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn commit_if_unchanged(
         &self,
         resource: &ResourceInfo,
@@ -872,6 +887,7 @@ impl Server {
         expected: &Arc<Record>,
         mut new: Value,
         remove: bool,
+        keep: bool,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
         let attrs = if remove {
             None
@@ -880,7 +896,11 @@ impl Server {
         };
         let mut attrs = attrs;
         let mut raced = false;
-        let handoff = self.prepare_handoff(resource, &mut new);
+        let handoff = if keep {
+            self.prepare_handoff(resource, &mut new)
+        } else {
+            None
+        };
         let committed = self
             .store
             .write(
@@ -912,11 +932,29 @@ impl Server {
         if raced {
             return Ok(None);
         }
+        if !keep {
+            self.handoff
+                .hand_over(&resource.storage_key(), new, &committed);
+            let stub = (!remove).then(|| version_stub(committed.rev));
+            return Ok(Some((stub, committed.rev)));
+        }
         if let Some(h) = handoff {
             self.handoff.deliver(h, &committed);
         }
         Ok(Some((if remove { None } else { Some(new) }, committed.rev)))
     }
+}
+
+/// Whether a write answers its caller with the written object: unless the
+/// caller asked for the resourceVersion only, and nothing the server does
+/// after the commit reads the object.
+fn keeps_answer(resource: &ResourceInfo, opts: &WriteOptions) -> bool {
+    !opts.version_only || Server::reads_committed(resource)
+}
+
+/// The answer to a caller that wants only the resourceVersion written.
+fn version_stub(rev: u64) -> Value {
+    json!({"metadata": {"resourceVersion": rev.to_string()}})
 }
 
 /// Whether `proposed` has the keys of `cur` in the same order, with the

@@ -39,6 +39,12 @@ pub struct Failed {
     pub error: ApiError,
 }
 
+/// Whether step `i` of `stage` is one whose written object nobody reads:
+/// the last, of a stage that does not go on to the next at once.
+fn lean(stage: &Stage, i: usize) -> bool {
+    i + 1 == stage.steps.len() && !stage.immediate_next_stage
+}
+
 fn opts() -> WriteOptions {
     WriteOptions {
         field_manager: Some(MANAGER.into()),
@@ -109,7 +115,9 @@ impl Steps<'_> {
                         Err(e) => return Err(fail(e)),
                     }
                 }
-                Step::Patch(p) => match self.patch_step(stage, p, &current).await {
+                Step::Patch(p) => match self.patch_step(stage, p, &current, lean(stage, i)).await {
+                    // Nothing reads what the last step wrote.
+                    Ok(Some(_)) if lean(stage, i) => {}
                     Ok(Some(o)) => {
                         current = Arc::new(o);
                         written = Some(current.clone());
@@ -135,19 +143,34 @@ impl Steps<'_> {
     /// Renders and sends a patch. None: it changed nothing, which the
     /// server tells by keeping the resourceVersion (it writes nothing then),
     /// so an immediate next stage is not tried again on the same object.
+    /// When `version_only`, the object returned holds only that.
     async fn patch_step(
         &self,
         stage: &Stage,
         p: &Patch,
         obj: &Value,
+        version_only: bool,
     ) -> Result<Option<Value>, ApiError> {
         let Some((kind, body)) =
             patch_body(stage, p, obj, &self.funcs).map_err(ApiError::bad_request)?
         else {
             return Ok(None);
         };
+        let opts = WriteOptions {
+            version_only,
+            ..opts()
+        };
         let after = self
-            .patch(obj, kind, body, p.subresource.as_deref())
+            .api
+            .patch_value(
+                &self.target.resource,
+                meta::namespace(obj),
+                meta::name(obj),
+                kind,
+                body,
+                p.subresource.as_deref(),
+                &opts,
+            )
             .await?;
         Ok((meta::resource_version(&after) != meta::resource_version(obj)).then_some(after))
     }
