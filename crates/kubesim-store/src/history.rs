@@ -31,6 +31,15 @@ impl History {
         self.events.push_back(ev);
     }
 
+    /// Drops the events up to `rev`: the state at revisions below it can
+    /// no longer be reconstructed, nor watched from.
+    pub(crate) fn compact_to(&mut self, rev: u64) {
+        while self.events.front().is_some_and(|e| e.rev <= rev) {
+            self.events.pop_front();
+        }
+        self.compacted = self.compacted.max(rev);
+    }
+
     /// The oldest revision whose state is still known.
     pub(crate) fn compacted(&self) -> u64 {
         self.compacted
@@ -74,5 +83,21 @@ mod tests {
         let revs: Vec<u64> = h.since(1).map(|e| e.rev).collect();
         assert_eq!(revs, vec![2, 3]);
         assert_eq!(h.since(3).count(), 0);
+    }
+
+    #[test]
+    fn compaction_drops_the_events_up_to_its_revision() {
+        let mut h = History::new(10, 0);
+        for rev in 1..=5 {
+            h.push(ev(rev));
+        }
+        h.compact_to(3);
+        assert_eq!(h.compacted(), 3);
+        let revs: Vec<u64> = h.since(0).map(|e| e.rev).collect();
+        assert_eq!(revs, vec![4, 5]);
+        // Never backwards.
+        h.compact_to(2);
+        assert_eq!(h.compacted(), 3);
+        assert_eq!(h.since(0).count(), 2);
     }
 }

@@ -91,4 +91,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send>>;
     /// Number of stored objects per resource, for metrics.
     fn counts(&self) -> Vec<(String, usize)>;
+    /// Forgets the history up to `rev`, as etcd's compaction does: reads
+    /// and watches from below it answer [`StoreError::Expired`].
+    fn compact(&self, rev: u64);
 }

@@ -347,6 +347,14 @@ impl Store for MemStore {
         v.sort();
         v
     }
+
+    fn compact(&self, rev: u64) {
+        let mut st = self.state.write();
+        let rev = rev.min(st.rev);
+        st.history.compact_to(rev);
+        // Snapshots below it can no longer be asked for.
+        self.snapshots.lock().retain(|(_, s)| s.rev >= rev);
+    }
 }
 
 #[cfg(test)]
@@ -423,6 +431,31 @@ mod tests {
             s.watch("pods", 1),
             Err(StoreError::Expired { .. })
         ));
+    }
+
+    #[test]
+    fn compaction_expires_older_revisions_and_keeps_newer_ones() {
+        let s = MemStore::ephemeral(Options::default());
+        for i in 0..5 {
+            put(&s, &format!("k{i}"), "x");
+        }
+        let before = s.snapshot("pods", Some(2)).unwrap();
+        assert_eq!(before.items.len(), 2);
+        s.compact(3);
+        assert!(matches!(
+            s.snapshot("pods", Some(2)),
+            Err(StoreError::Expired { oldest: 3, .. })
+        ));
+        assert!(matches!(
+            s.watch("pods", 2),
+            Err(StoreError::Expired { .. })
+        ));
+        assert_eq!(s.snapshot("pods", Some(3)).unwrap().items.len(), 3);
+        assert!(s.watch("pods", 3).is_ok());
+        // Beyond the newest revision it stops at the newest.
+        s.compact(100);
+        assert_eq!(s.snapshot("pods", None).unwrap().items.len(), 5);
+        assert!(s.watch("pods", 5).is_ok());
     }
 
     #[tokio::test]

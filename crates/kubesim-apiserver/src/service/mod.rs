@@ -6,6 +6,7 @@
 
 pub mod attrs;
 mod bootstrap;
+mod compaction;
 mod crd;
 pub mod delete;
 mod handoff;
@@ -50,6 +51,7 @@ pub struct Server {
     pub(crate) tokens: parking_lot::RwLock<jwt::Signer>,
     /// Committed values on their way to in-process watchers.
     pub(crate) handoff: handoff::Handoff,
+    pub(crate) compactor: compaction::Compactor,
 }
 
 impl Server {
@@ -62,6 +64,7 @@ impl Server {
             ips: parking_lot::Mutex::new(special::IpAllocator::default()),
             tokens: parking_lot::RwLock::new(jwt::Signer::new(|| rng.uuid().into_bytes())),
             handoff: handoff::Handoff::default(),
+            compactor: compaction::Compactor::default(),
         });
         s.load_custom_resources();
         s

@@ -389,6 +389,7 @@ impl Server {
                 }
             })
             .map_err(store_error)?;
+        self.compact_if_due();
         if exists {
             return Err(ApiError::already_exists(
                 &resource.plural,
@@ -929,6 +930,7 @@ impl Server {
                 },
             )
             .map_err(store_error)?;
+        self.compact_if_due();
         if raced {
             return Ok(None);
         }
