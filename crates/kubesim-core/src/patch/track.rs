@@ -32,7 +32,7 @@ pub fn track(
     let Some(n) = new.as_object() else {
         return;
     };
-    let w = Walker { resource };
+    let w = Walker::new(resource);
     let mut cmp = Comparison::default();
     match old {
         Some(Value::Object(o)) => {
@@ -66,7 +66,7 @@ pub fn track_if_changed(
         }
         return;
     };
-    let w = Walker { resource };
+    let w = Walker::new(resource);
     let mut cmp = Comparison::default();
     // The comparison that finds the changed fields also tells whether
     // anything changed, so the objects are not compared twice.

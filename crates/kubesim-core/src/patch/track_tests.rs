@@ -33,7 +33,7 @@ fn reference(
         (_, Some(o)) => managed_fields::read(o),
         _ => Vec::new(),
     };
-    let w = Walker { resource };
+    let w = Walker::new(resource);
     let mut cmp = Comparison::default();
     let empty = Value::Object(Map::new());
     w.compare(
@@ -588,7 +588,7 @@ proptest! {
             });
             let next = both(&r, Some(&cur), &new, "kubelet", sub, times[i % 3]);
             if matches!(how, Sent::Same | Sent::Nothing) && before.is_some() {
-                let w = Walker { resource: &r };
+                let w = Walker::new(&r);
                 let mut cmp = Comparison::default();
                 w.compare(&mut Vec::new(), Some(&cur), Some(&new), &mut Vec::new(), &mut cmp);
                 let owned = before.as_ref().map(FieldSet::from_fields_v1).unwrap_or_default();
