@@ -241,6 +241,21 @@ impl FieldSet {
         Value::Object(m)
     }
 
+    /// [`Self::to_fields_v1`] of a set that is no longer needed: its
+    /// element strings move into the JSON instead of being copied.
+    pub fn into_fields_v1(self) -> Value {
+        let mut m = Map::with_capacity(self.children.len() + usize::from(self.own));
+        if self.own && !self.children.is_empty() {
+            m.insert(".".into(), Value::Object(Map::new()));
+        }
+        for (k, c) in self.children {
+            if !c.is_empty() {
+                m.insert(k, c.into_fields_v1());
+            }
+        }
+        Value::Object(m)
+    }
+
     /// Parses a `FieldsV1` object; anything malformed is skipped, since a
     /// client-supplied managedFields entry must not make writes fail.
     pub fn from_fields_v1(v: &Value) -> FieldSet {

@@ -138,7 +138,7 @@ impl Slot {
     fn into_value(self) -> Value {
         match self {
             Slot::Kept(v) => v,
-            Slot::Built(e) => e.to_value(),
+            Slot::Built(e) => e.into_value(),
         }
     }
 }
