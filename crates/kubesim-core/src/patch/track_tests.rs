@@ -169,6 +169,38 @@ fn status_by_an_existing_manager() {
     );
 }
 
+/// A pod's start and then its completion by the same status writer, as
+/// the emulated kubelet's stages write them: the second write changes
+/// fields the writer owns and adds some it lacks (the conditions'
+/// reasons), so its entry gains those in place, in sorted order.
+#[test]
+fn a_status_writer_gains_fields() {
+    let r = pods();
+    let cur = stored_pod();
+    let mut ready = cur.clone();
+    ready["status"] = json!({"phase":"Running",
+        "conditions":[{"type":"Initialized","status":"True"},{"type":"Ready","status":"True"}],
+        "containerStatuses":[{"name":"c","state":{"running":{}}}]});
+    let ready = both(&r, Some(&cur), &ready, "kwok", Some("status"), T1);
+    let mut done = ready.clone();
+    done["status"] = json!({"phase":"Succeeded",
+        "conditions":[{"type":"Initialized","status":"True"},
+            {"type":"Ready","status":"False","reason":"PodCompleted"}],
+        "containerStatuses":[{"name":"c","state":{"terminated":{"exitCode":0}}}]});
+    let out = both(&r, Some(&ready), &done, "kwok", Some("status"), T2);
+    let entries = mf(&out).as_array().unwrap();
+    let mine = entries.iter().find(|e| e["manager"] == "kwok").unwrap();
+    assert_eq!(mine["time"], T2);
+    assert_eq!(
+        mine["fieldsV1"].to_string(),
+        json!({"f:status":{"f:conditions":{
+            "k:{\"type\":\"Initialized\"}":{".":{},"f:status":{},"f:type":{}},
+            "k:{\"type\":\"Ready\"}":{".":{},"f:reason":{},"f:status":{},"f:type":{}}},
+            "f:containerStatuses":{},"f:phase":{}}})
+        .to_string()
+    );
+}
+
 /// A stored entry without a time, already owning what the write changes:
 /// its set stays and the time goes right after apiVersion, as a rewrite
 /// of the whole entry puts it.
