@@ -3,9 +3,11 @@
 //! loses the fields that changed or disappeared.
 //!
 //! Most writes touch a few fields that one or two entries hold, so only
-//! those entries (and the writer's own) are parsed into field sets and
-//! written back; the others keep their JSON as it is, which is what
-//! writing them back would give when they are in canonical form.
+//! those entries are parsed into field sets and written back; the others
+//! keep their JSON as it is, which is what writing them back would give
+//! when they are in canonical form. The writer's own entry, unless the
+//! write removed fields it holds, only gains the changed fields it lacks,
+//! added to its JSON in place.
 
 use std::borrow::Cow;
 
