@@ -3,13 +3,13 @@
 //! value another manager set, and removal of fields an applier stops
 //! applying.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
 use super::fieldpath::{self, path_string, Element, FieldSet, Path};
 use super::managed_fields::{self, ManagedEntry};
-use super::strategy::{key_default, list_type, map_is_atomic, ListType};
+use super::strategy::{key_default, ListType, Types};
 use crate::error::{ApiError, Cause, Details};
 use crate::resource::ResourceInfo;
 use crate::same;
@@ -43,6 +43,7 @@ const SKELETON: &[&str] = &[
 
 pub(super) struct Walker<'a> {
     pub(super) resource: &'a ResourceInfo,
+    types: Types<'a>,
 }
 
 /// Result of comparing two versions of an object.
@@ -54,17 +55,20 @@ pub(super) struct Comparison {
     pub(super) removed: FieldSet,
 }
 
-impl Walker<'_> {
-    fn names(names: &[String]) -> Vec<&str> {
-        names.iter().map(String::as_str).collect()
+impl<'a> Walker<'a> {
+    pub(super) fn new(resource: &'a ResourceInfo) -> Self {
+        Walker {
+            resource,
+            types: Types::new(resource),
+        }
     }
 
     fn list_type(&self, names: &[String]) -> ListType {
-        list_type(self.resource, &Self::names(names))
+        self.types.list_type(names)
     }
 
     fn atomic_map(&self, names: &[String]) -> bool {
-        map_is_atomic(self.resource, &Self::names(names))
+        self.types.map_is_atomic(names)
     }
 
     /// Fields never tracked: type info at the root, server-set metadata.
@@ -79,10 +83,15 @@ impl Walker<'_> {
     /// The path element of each item of a list, or None when the list
     /// must be treated as one atomic value (untyped, unkeyed, duplicates).
     fn elements(&self, names: &[String], items: &[Value]) -> Option<Vec<String>> {
-        let lt = self.list_type(names);
+        Self::elements_of(&self.list_type(names), items)
+    }
+
+    /// [`Self::elements`] for a list whose type is known: comparing two
+    /// versions of a list looks its type up once for both.
+    fn elements_of(lt: &ListType, items: &[Value]) -> Option<Vec<String>> {
         let mut out = Vec::with_capacity(items.len());
         for item in items {
-            let e = match &lt {
+            let e = match lt {
                 ListType::Atomic => return None,
                 ListType::Set => match item {
                     Value::Object(_) | Value::Array(_) => return None,
@@ -90,16 +99,21 @@ impl Walker<'_> {
                 },
                 ListType::Map(keys) => {
                     let obj = item.as_object()?;
-                    let mut fields = BTreeMap::new();
+                    let mut fields = Vec::with_capacity(keys.len());
                     for k in keys {
-                        if let Some(v) = obj.get(k).cloned().or_else(|| key_default(k)) {
-                            fields.insert(k.clone(), v);
+                        match obj.get(k) {
+                            Some(v) => fields.push((k.as_str(), Cow::Borrowed(v))),
+                            None => {
+                                if let Some(v) = key_default(k) {
+                                    fields.push((k.as_str(), Cow::Owned(v)));
+                                }
+                            }
                         }
                     }
                     if fields.is_empty() {
                         return None;
                     }
-                    fieldpath::key(&fields)
+                    fieldpath::key_of(&mut fields)
                 }
             };
             if out.contains(&e) {
@@ -170,7 +184,8 @@ impl Walker<'_> {
                 self.compare_maps(names, None, Some(n), path, out);
             }
             (Some(Value::Array(o)), Some(Value::Array(n))) => {
-                match (self.elements(names, o), self.elements(names, n)) {
+                let lt = self.list_type(names);
+                match (Self::elements_of(&lt, o), Self::elements_of(&lt, n)) {
                     (Some(oe), Some(ne)) => {
                         for (e, item) in ne.iter().zip(n) {
                             path.push(e.clone());
@@ -466,7 +481,7 @@ pub fn apply(
             "error decoding apply configuration: expected an object",
         ));
     }
-    let w = Walker { resource };
+    let w = Walker::new(resource);
     let mut applied_set = FieldSet::default();
     w.field_set(&mut Vec::new(), applied, &mut Vec::new(), &mut applied_set);
     let merged = w.merge(&mut Vec::new(), current, applied);

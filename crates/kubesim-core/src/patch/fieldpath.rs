@@ -5,6 +5,7 @@
 //! set-list items and `i:<n>` for positions. A node's `own` flag is the `.`
 //! member: the node itself is in the set, not only some of its children.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -19,13 +20,44 @@ pub struct FieldSet {
 pub type Path = Vec<String>;
 
 pub fn field(name: &str) -> String {
-    format!("f:{name}")
+    // Not `format!`: every field a comparison walks into is named this way.
+    let mut s = String::with_capacity(name.len() + 2);
+    s.push_str("f:");
+    s.push_str(name);
+    s
 }
 
 /// The `k:` element of a map-list item; key fields are sorted by name.
 pub fn key(fields: &BTreeMap<String, Value>) -> String {
     let m: Map<String, Value> = fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     format!("k:{}", Value::Object(m))
+}
+
+/// [`key`] of the key fields `fields` (in any order, a name given twice
+/// with the same value counting once), written straight into the string:
+/// list items are keyed on every comparison, and building the map and then
+/// formatting it cost more than the comparison itself.
+pub fn key_of(fields: &mut [(&str, Cow<'_, Value>)]) -> String {
+    fields.sort_by(|a, b| a.0.cmp(b.0));
+    let mut out = Vec::with_capacity(32);
+    out.extend_from_slice(b"k:{");
+    let mut prev: Option<&str> = None;
+    for (k, v) in fields.iter() {
+        if prev == Some(*k) {
+            continue;
+        }
+        if prev.is_some() {
+            out.push(b',');
+        }
+        prev = Some(*k);
+        // Writing a string or a value into a vector cannot fail; what a
+        // failure would leave is the element a lookup can never find.
+        let _ = serde_json::to_writer(&mut out, k);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut out, v.as_ref());
+    }
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
 }
 
 pub fn value(v: &Value) -> String {
@@ -209,6 +241,21 @@ impl FieldSet {
         Value::Object(m)
     }
 
+    /// [`Self::to_fields_v1`] of a set that is no longer needed: its
+    /// element strings move into the JSON instead of being copied.
+    pub fn into_fields_v1(self) -> Value {
+        let mut m = Map::with_capacity(self.children.len() + usize::from(self.own));
+        if self.own && !self.children.is_empty() {
+            m.insert(".".into(), Value::Object(Map::new()));
+        }
+        for (k, c) in self.children {
+            if !c.is_empty() {
+                m.insert(k, c.into_fields_v1());
+            }
+        }
+        Value::Object(m)
+    }
+
     /// Parses a `FieldsV1` object; anything malformed is skipped, since a
     /// client-supplied managedFields entry must not make writes fail.
     pub fn from_fields_v1(v: &Value) -> FieldSet {
@@ -254,6 +301,30 @@ mod tests {
             path_string(&paths[paths.len() - 1]),
             ".spec.containers[name=\"c\"].image"
         );
+    }
+
+    #[test]
+    fn key_of_writes_what_key_writes() {
+        let cases = [
+            vec![("name", json!("c"))],
+            vec![("protocol", json!("TCP")), ("containerPort", json!(80))],
+            vec![
+                ("b", json!("x\"y\\z\u{1}é")),
+                ("a", json!(1.5)),
+                ("c", json!(-3)),
+            ],
+            vec![("type", json!({"n": [1, null, true]}))],
+            vec![("uid", json!("u")), ("uid", json!("u"))],
+        ];
+        for fields in cases {
+            let map: BTreeMap<String, Value> = fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect();
+            let mut borrowed: Vec<(&str, Cow<'_, Value>)> =
+                fields.iter().map(|(k, v)| (*k, Cow::Borrowed(v))).collect();
+            assert_eq!(key_of(&mut borrowed), key(&map), "{fields:?}");
+        }
     }
 
     #[test]

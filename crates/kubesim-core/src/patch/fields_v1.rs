@@ -65,24 +65,6 @@ pub fn owns_any(fields: &Map<String, Value>, paths: &FieldSet) -> bool {
     })
 }
 
-/// Whether a canonical `fields` object owns every path of `paths`: then
-/// taking those paths away and adding them back gives the same set.
-pub fn owns_all(fields: &Map<String, Value>, paths: &FieldSet) -> bool {
-    // The root of a stored set is never a member.
-    !paths.own && owns_children(fields, paths)
-}
-
-fn owns_children(fields: &Map<String, Value>, paths: &FieldSet) -> bool {
-    paths.children.iter().all(|(k, p)| {
-        // A node without members holds no path.
-        p.is_empty()
-            || fields
-                .get(k)
-                .and_then(Value::as_object)
-                .is_some_and(|node| (!p.own || is_member(node)) && owns_children(node, p))
-    })
-}
-
 /// Whether a canonical node is a member itself.
 fn is_member(node: &Map<String, Value>) -> bool {
     node.is_empty() || node.contains_key(".")
@@ -98,6 +80,40 @@ pub fn holds_any(fields: &Map<String, Value>, paths: &FieldSet) -> bool {
                 .and_then(Value::as_object)
                 .is_some_and(|node| holds_any(node, p))
         })
+}
+
+/// Adds every path of `paths` to a canonical `fields` object, leaving it
+/// canonical: what parsing it, taking the union and writing the set back
+/// gives, without the round trip. Only the nodes on the added paths are
+/// visited; new nodes go where the sorted order puts them.
+pub fn union_in_place(fields: &mut Map<String, Value>, paths: &FieldSet) {
+    for (k, p) in &paths.children {
+        // A node without members holds no path to add.
+        if p.is_empty() {
+            continue;
+        }
+        match fields.get_mut(k) {
+            Some(Value::Object(node)) => {
+                let member = is_member(node) || p.own;
+                union_in_place(node, p);
+                // A member with children says so with `.`, first.
+                if member && !node.is_empty() && !node.contains_key(".") {
+                    node.shift_insert(0, ".".into(), Value::Object(Map::new()));
+                }
+            }
+            // Canonical nodes are objects; anything else is replaced as a
+            // fresh node would be written.
+            Some(other) => *other = p.to_fields_v1(),
+            None => {
+                // Elements sort after `.`, so it never moves.
+                let at = fields
+                    .keys()
+                    .position(|x| x.as_str() > k.as_str())
+                    .unwrap_or(fields.len());
+                fields.shift_insert(at, k.clone(), p.to_fields_v1());
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -165,17 +181,59 @@ mod tests {
         assert!(holds_any(fields, &path(&["f:spec"])));
         assert!(!holds_any(fields, &path(&["f:spec", "f:c", "f:e"])));
         assert!(!holds_any(fields, &path(&["f:status"])));
-        assert!(owns_all(fields, &path(&["f:spec", "f:a"])));
-        assert!(owns_all(fields, &path(&["f:spec", "f:c", "f:d"])));
-        assert!(!owns_all(fields, &path(&["f:spec", "f:c"])));
-        assert!(!owns_all(fields, &path(&["f:spec", "f:x"])));
-        assert!(!owns_all(fields, &path(&["f:spec", "f:a", "f:b", "f:e"])));
-        let mut two = path(&["f:spec", "f:a", "f:b"]);
-        two.insert(&["f:spec".to_string(), "f:c".to_string(), "f:d".to_string()]);
-        assert!(owns_all(fields, &two));
-        two.insert(&["f:spec".to_string(), "f:e".to_string()]);
-        assert!(!owns_all(fields, &two));
-        // The root is never owned.
-        assert!(!owns_all(fields, &path(&[])));
+    }
+
+    /// A set of up to eight paths over a small alphabet of elements, so
+    /// that paths share prefixes, end inside one another and come in any
+    /// order.
+    fn paths() -> impl proptest::strategy::Strategy<Value = FieldSet> {
+        use proptest::prelude::*;
+        let element = prop::sample::select(vec!["f:a", "f:b", "f:c", "i:0", "k:{\"n\":1}", "v:2"]);
+        prop::collection::vec(prop::collection::vec(element, 1..4), 0..8).prop_map(|paths| {
+            let mut set = FieldSet::default();
+            for p in paths {
+                set.insert(&p.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+            }
+            set
+        })
+    }
+
+    proptest::proptest! {
+        /// Adding paths to the JSON in place writes what the round trip
+        /// through a parsed set writes, byte for byte.
+        #[test]
+        fn union_in_place_is_the_round_trip(held in paths(), added in paths()) {
+            let stored = held.to_fields_v1();
+            proptest::prop_assume!(is_canonical(&stored));
+            let mut expected = FieldSet::from_fields_v1(&stored);
+            expected.union(&added);
+            let mut got = stored.clone();
+            if let Some(m) = got.as_object_mut() {
+                union_in_place(m, &added);
+            }
+            proptest::prop_assert_eq!(text(&got), text(&expected.to_fields_v1()));
+            proptest::prop_assert!(is_canonical(&got));
+        }
+    }
+
+    #[test]
+    fn union_in_place_marks_members_and_sorts() {
+        let mut fields = json!({"f:spec":{"f:b":{}, "f:d":{"f:e":{}}}});
+        let mut add = FieldSet::default();
+        for p in [
+            &["f:spec", "f:b", "f:x"][..],
+            &["f:spec", "f:c"],
+            &["f:spec", "f:d"],
+            &["f:spec", "f:a"],
+            &["f:status"],
+        ] {
+            add.insert(&p.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+        }
+        union_in_place(fields.as_object_mut().unwrap(), &add);
+        assert_eq!(
+            text(&fields),
+            text(&json!({"f:spec":{"f:a":{},"f:b":{".":{},"f:x":{}},"f:c":{},
+                "f:d":{".":{},"f:e":{}}},"f:status":{}}))
+        );
     }
 }

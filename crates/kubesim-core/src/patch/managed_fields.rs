@@ -65,6 +65,24 @@ impl ManagedEntry {
         Value::Object(m)
     }
 
+    /// [`Self::to_value`] of an entry that is no longer needed, moving its
+    /// strings instead of copying them.
+    pub(super) fn into_value(self) -> Value {
+        let mut m = Map::new();
+        m.insert("manager".into(), self.manager.into());
+        m.insert("operation".into(), self.operation.into());
+        m.insert("apiVersion".into(), self.api_version.into());
+        if let Some(t) = self.time {
+            m.insert("time".into(), t.into());
+        }
+        m.insert("fieldsType".into(), "FieldsV1".into());
+        m.insert("fieldsV1".into(), self.fields.into_fields_v1());
+        if let Some(s) = self.subresource {
+            m.insert("subresource".into(), s.into());
+        }
+        Value::Object(m)
+    }
+
     pub(super) fn from_value(v: &Value) -> Option<ManagedEntry> {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         Some(ManagedEntry {
@@ -187,7 +205,10 @@ pub fn read(obj: &Value) -> Vec<ManagedEntry> {
 pub fn write(obj: &mut Value, mut entries: Vec<ManagedEntry>) {
     entries.retain(|e| !e.fields.is_empty());
     entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    store(obj, entries.iter().map(ManagedEntry::to_value).collect());
+    store(
+        obj,
+        entries.into_iter().map(ManagedEntry::into_value).collect(),
+    );
 }
 
 /// Stores already sorted, non-empty entries; none removes the list.
@@ -206,6 +227,30 @@ pub(super) fn store(obj: &mut Value, entries: Vec<Value>) {
             meta.remove("managedFields");
         } else {
             meta.insert("managedFields".into(), Value::Array(entries));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn into_value_writes_what_to_value_writes() {
+        let fields = FieldSet::from_fields_v1(&json!({"f:metadata":{"f:labels":{".":{},"f:a":{}}},
+            "f:spec":{"f:c":{"k:{\"name\":\"x\"}":{".":{},"f:image":{}}}}}));
+        for (time, subresource) in [(None, None), (Some("2024-01-01T00:00:00Z"), Some("status"))] {
+            let e = ManagedEntry {
+                manager: "m".into(),
+                operation: "Update".into(),
+                api_version: "v1".into(),
+                time: time.map(str::to_string),
+                subresource: subresource.map(str::to_string),
+                fields: fields.clone(),
+            };
+            // Compared as text: map equality ignores key order.
+            assert_eq!(e.to_value().to_string(), e.clone().into_value().to_string());
         }
     }
 }

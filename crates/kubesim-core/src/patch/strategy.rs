@@ -416,11 +416,20 @@ fn entry(ty: &str, field: &str) -> Option<&'static Entry> {
 
 /// Walks the type table along `path`; None once a field has no known type.
 fn walk(resource: &ResourceInfo, path: &[&str]) -> Option<(&'static str, &'static str)> {
-    let mut ty = root_type(resource);
+    walk_from(root_type(resource), path)
+}
+
+/// [`walk`] from the resource's root type `root`.
+fn walk_from<S: AsRef<str>>(
+    root: &'static str,
+    path: &[S],
+) -> Option<(&'static str, &'static str)> {
+    let mut ty = root;
     let mut last_field: &'static str = "";
     for (i, field) in path.iter().enumerate() {
+        let field = field.as_ref();
         // Every kind's top-level metadata is an ObjectMeta.
-        if i == 0 && *field == "metadata" {
+        if i == 0 && field == "metadata" {
             ty = "ObjectMeta";
             last_field = "metadata";
             continue;
@@ -460,18 +469,7 @@ pub fn patch_merge_key(resource: &ResourceInfo, path: &[&str]) -> Option<&'stati
 
 /// Server-side-apply list type of the list at `path`.
 pub fn list_type(resource: &ResourceInfo, path: &[&str]) -> ListType {
-    if let Some(crd) = &resource.crd {
-        return crd_schema_at(crd.schema.as_ref(), path)
-            .map(crd_list_type)
-            .unwrap_or(ListType::Atomic);
-    }
-    if path.is_empty() {
-        return ListType::Atomic;
-    }
-    match walk(resource, path).and_then(|(ty, f)| entry(ty, f)) {
-        Some(e) => e.4.map(Lt::to_list_type).unwrap_or(ListType::Atomic),
-        None => ListType::Atomic,
-    }
+    Types::new(resource).list_type(path)
 }
 
 /// The list-map keys of the list at `path` (`x-kubernetes-list-map-keys`),
@@ -486,18 +484,56 @@ pub fn list_map_keys(resource: &ResourceInfo, path: &[&str]) -> Vec<String> {
 /// Whether the object at `path` is atomic for server-side apply
 /// (`x-kubernetes-map-type: atomic`, e.g. label selectors).
 pub fn map_is_atomic(resource: &ResourceInfo, path: &[&str]) -> bool {
-    if let Some(crd) = &resource.crd {
-        return crd_schema_at(crd.schema.as_ref(), path)
-            .and_then(|s| s.get("x-kubernetes-map-type"))
-            .and_then(Value::as_str)
-            == Some("atomic");
+    Types::new(resource).map_is_atomic(path)
+}
+
+/// [`list_type`] and [`map_is_atomic`] for one resource, its root type
+/// looked up once: comparing two objects asks about every list and map
+/// it meets, and finding the root type hashes the group and resource.
+pub(super) struct Types<'a> {
+    resource: &'a ResourceInfo,
+    root: &'static str,
+}
+
+impl<'a> Types<'a> {
+    pub(super) fn new(resource: &'a ResourceInfo) -> Self {
+        Types {
+            resource,
+            root: root_type(resource),
+        }
     }
-    if path.is_empty() {
-        return false;
+
+    /// [`list_type`], with the path's fields in any string form.
+    pub(super) fn list_type<S: AsRef<str>>(&self, path: &[S]) -> ListType {
+        if let Some(crd) = &self.resource.crd {
+            return crd_schema_at(crd.schema.as_ref(), path)
+                .map(crd_list_type)
+                .unwrap_or(ListType::Atomic);
+        }
+        if path.is_empty() {
+            return ListType::Atomic;
+        }
+        match walk_from(self.root, path).and_then(|(ty, f)| entry(ty, f)) {
+            Some(e) => e.4.map(Lt::to_list_type).unwrap_or(ListType::Atomic),
+            None => ListType::Atomic,
+        }
     }
-    match walk(resource, path).and_then(|(ty, f)| entry(ty, f)) {
-        Some(e) => e.2 == ATOMIC,
-        None => false,
+
+    /// [`map_is_atomic`], with the path's fields in any string form.
+    pub(super) fn map_is_atomic<S: AsRef<str>>(&self, path: &[S]) -> bool {
+        if let Some(crd) = &self.resource.crd {
+            return crd_schema_at(crd.schema.as_ref(), path)
+                .and_then(|s| s.get("x-kubernetes-map-type"))
+                .and_then(Value::as_str)
+                == Some("atomic");
+        }
+        if path.is_empty() {
+            return false;
+        }
+        match walk_from(self.root, path).and_then(|(ty, f)| entry(ty, f)) {
+            Some(e) => e.2 == ATOMIC,
+            None => false,
+        }
     }
 }
 
@@ -512,13 +548,14 @@ pub fn key_default(key: &str) -> Option<Value> {
 
 /// The structural-schema node of a CRD at `path`, descending through array
 /// items transparently.
-fn crd_schema_at<'a>(schema: Option<&'a Value>, path: &[&str]) -> Option<&'a Value> {
+fn crd_schema_at<'a, S: AsRef<str>>(schema: Option<&'a Value>, path: &[S]) -> Option<&'a Value> {
     let mut node = schema?;
     for field in path {
+        let field = field.as_ref();
         while let Some(items) = node.get("items") {
             node = items;
         }
-        node = match node.get("properties").and_then(|p| p.get(*field)) {
+        node = match node.get("properties").and_then(|p| p.get(field)) {
             Some(n) => n,
             None => node.get("additionalProperties").filter(|a| a.is_object())?,
         };

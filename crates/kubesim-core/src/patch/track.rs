@@ -3,9 +3,11 @@
 //! loses the fields that changed or disappeared.
 //!
 //! Most writes touch a few fields that one or two entries hold, so only
-//! those entries (and the writer's own) are parsed into field sets and
-//! written back; the others keep their JSON as it is, which is what
-//! writing them back would give when they are in canonical form.
+//! those entries are parsed into field sets and written back; the others
+//! keep their JSON as it is, which is what writing them back would give
+//! when they are in canonical form. The writer's own entry, unless the
+//! write removed fields it holds, only gains the changed fields it lacks,
+//! added to its JSON in place.
 
 use std::borrow::Cow;
 
@@ -32,7 +34,7 @@ pub fn track(
     let Some(n) = new.as_object() else {
         return;
     };
-    let w = Walker { resource };
+    let w = Walker::new(resource);
     let mut cmp = Comparison::default();
     match old {
         Some(Value::Object(o)) => {
@@ -66,7 +68,7 @@ pub fn track_if_changed(
         }
         return;
     };
-    let w = Walker { resource };
+    let w = Walker::new(resource);
     let mut cmp = Comparison::default();
     // The comparison that finds the changed fields also tells whether
     // anything changed, so the objects are not compared twice.
@@ -138,7 +140,7 @@ impl Slot {
     fn into_value(self) -> Value {
         match self {
             Slot::Kept(v) => v,
-            Slot::Built(e) => e.to_value(),
+            Slot::Built(e) => e.into_value(),
         }
     }
 }
@@ -185,17 +187,24 @@ fn record(
         // The first entry of this manager takes the changed fields.
         let mine = !mine_found && !cmp.changed.is_empty() && raw.is(manager, "Update", subresource);
         mine_found |= mine;
-        // The writer's entry already owns every changed field and holds
-        // none of the removed ones, as when a controller rewrites the
-        // status fields it wrote before: its set comes out as it went in,
-        // so only the time and version are written.
-        let restamped = mine
+        // The writer's entry holds none of the removed fields, as when a
+        // controller rewrites the status it wrote before, perhaps with a
+        // few fields more: giving up the changed fields and taking them
+        // back leaves its set as it was, so the set only gains the changed
+        // fields it lacks, added to its JSON where they sort (nothing when
+        // it owns them all already), and the time and version are written.
+        let merged = mine
+            && !cmp.changed.own
             && raw.is_canonical()
-            && raw.fields().is_some_and(|f| {
-                fields_v1::owns_all(f, &cmp.changed) && !fields_v1::holds_any(f, &cmp.removed)
-            });
-        if restamped {
-            slots.push(Slot::Kept(restamp(v.into_owned(), &api_version, now)));
+            && raw
+                .fields()
+                .is_some_and(|f| !fields_v1::holds_any(f, &cmp.removed));
+        if merged {
+            let mut v = v.into_owned();
+            if let Some(Value::Object(f)) = v.get_mut("fieldsV1") {
+                fields_v1::union_in_place(f, &cmp.changed);
+            }
+            slots.push(Slot::Kept(restamp(v, &api_version, now)));
             continue;
         }
         let untouched = !mine

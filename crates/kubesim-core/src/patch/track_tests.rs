@@ -33,7 +33,7 @@ fn reference(
         (_, Some(o)) => managed_fields::read(o),
         _ => Vec::new(),
     };
-    let w = Walker { resource };
+    let w = Walker::new(resource);
     let mut cmp = Comparison::default();
     let empty = Value::Object(Map::new());
     w.compare(
@@ -166,6 +166,38 @@ fn status_by_an_existing_manager() {
     assert_eq!(
         entries[2]["fieldsV1"],
         json!({"f:status":{"f:phase":{},"f:podIP":{}}})
+    );
+}
+
+/// A pod's start and then its completion by the same status writer, as
+/// the emulated kubelet's stages write them: the second write changes
+/// fields the writer owns and adds some it lacks (the conditions'
+/// reasons), so its entry gains those in place, in sorted order.
+#[test]
+fn a_status_writer_gains_fields() {
+    let r = pods();
+    let cur = stored_pod();
+    let mut ready = cur.clone();
+    ready["status"] = json!({"phase":"Running",
+        "conditions":[{"type":"Initialized","status":"True"},{"type":"Ready","status":"True"}],
+        "containerStatuses":[{"name":"c","state":{"running":{}}}]});
+    let ready = both(&r, Some(&cur), &ready, "kwok", Some("status"), T1);
+    let mut done = ready.clone();
+    done["status"] = json!({"phase":"Succeeded",
+        "conditions":[{"type":"Initialized","status":"True"},
+            {"type":"Ready","status":"False","reason":"PodCompleted"}],
+        "containerStatuses":[{"name":"c","state":{"terminated":{"exitCode":0}}}]});
+    let out = both(&r, Some(&ready), &done, "kwok", Some("status"), T2);
+    let entries = mf(&out).as_array().unwrap();
+    let mine = entries.iter().find(|e| e["manager"] == "kwok").unwrap();
+    assert_eq!(mine["time"], T2);
+    assert_eq!(
+        mine["fieldsV1"].to_string(),
+        json!({"f:status":{"f:conditions":{
+            "k:{\"type\":\"Initialized\"}":{".":{},"f:status":{},"f:type":{}},
+            "k:{\"type\":\"Ready\"}":{".":{},"f:reason":{},"f:status":{},"f:type":{}}},
+            "f:containerStatuses":{},"f:phase":{}}})
+        .to_string()
     );
 }
 
@@ -588,7 +620,7 @@ proptest! {
             });
             let next = both(&r, Some(&cur), &new, "kubelet", sub, times[i % 3]);
             if matches!(how, Sent::Same | Sent::Nothing) && before.is_some() {
-                let w = Walker { resource: &r };
+                let w = Walker::new(&r);
                 let mut cmp = Comparison::default();
                 w.compare(&mut Vec::new(), Some(&cur), Some(&new), &mut Vec::new(), &mut cmp);
                 let owned = before.as_ref().map(FieldSet::from_fields_v1).unwrap_or_default();
