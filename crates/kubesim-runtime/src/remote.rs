@@ -767,6 +767,8 @@ mod tests {
                 field_manager: Some("me".into()),
                 field_validation: Some(FieldValidation::Warn),
                 force: true,
+                // Never sent: a remote server answers in full.
+                version_only: true,
             },
         );
         assert_eq!(

@@ -10,7 +10,7 @@ use tokio::sync::broadcast;
 use crate::durable::{Loaded, Op, Persister};
 use crate::history::History;
 use crate::record::{Event, EventType, Record};
-use crate::watch::WatchStream;
+use crate::watch::{Resume, WatchStream};
 use crate::{Attrs, Committed, Snapshot, Store, StoreError, WriteOp};
 
 /// Tuning of a [`MemStore`].
@@ -18,7 +18,9 @@ use crate::{Attrs, Committed, Snapshot, Store, StoreError, WriteOp};
 pub struct Options {
     /// Events kept for watch resumption and old reads.
     pub history: usize,
-    /// Events a live watcher may fall behind before it is dropped.
+    /// Events each resource's live channel holds. A watcher that falls
+    /// further behind catches up from the history, so this bounds only
+    /// the memory of the channel (its slots are allocated up front).
     pub watch_buffer: usize,
     /// Reconstructed old snapshots kept for paging.
     pub snapshot_cache: usize,
@@ -28,7 +30,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             history: 100_000,
-            watch_buffer: 100_000,
+            watch_buffer: 1024,
             snapshot_cache: 16,
         }
     }
@@ -47,7 +49,9 @@ struct State {
 pub type Indexer = dyn Fn(&str, &[u8]) -> Attrs + Send + Sync;
 
 pub struct MemStore {
-    state: RwLock<State>,
+    /// Shared with watch streams, which resubscribe through it when they
+    /// fall behind their channel.
+    state: Arc<RwLock<State>>,
     /// The newest revision, for waiters on any change (see
     /// [`Store::revisions`]).
     revs: tokio::sync::watch::Sender<u64>,
@@ -98,12 +102,12 @@ impl MemStore {
         }
         MemStore {
             revs: tokio::sync::watch::Sender::new(rev),
-            state: RwLock::new(State {
+            state: Arc::new(RwLock::new(State {
                 rev,
                 resources,
                 history: History::new(opts.history, rev),
                 channels: HashMap::new(),
-            }),
+            })),
             snapshots: Mutex::new(VecDeque::new()),
             opts,
             persister,
@@ -132,6 +136,39 @@ impl MemStore {
         }
         c.push_back((Arc::from(resource), snap.clone()));
     }
+}
+
+/// The events of `resource` after `after` still in the history, and a
+/// subscription to the ones to come. Under the write lock, which orders
+/// it against writers: every event is either in the backlog or delivered
+/// live (duplicates skipped).
+fn subscribe(
+    st: &mut State,
+    resource: &str,
+    after: u64,
+    buffer: usize,
+) -> Result<(VecDeque<Arc<Event>>, broadcast::Receiver<Arc<Event>>), StoreError> {
+    if after < st.history.compacted() {
+        return Err(StoreError::Expired {
+            requested: after,
+            oldest: st.history.compacted(),
+        });
+    }
+    let backlog: VecDeque<Arc<Event>> = st
+        .history
+        .since(after)
+        .filter(|e| &*e.resource == resource)
+        .cloned()
+        .collect();
+    let rx = match st.channels.get(resource) {
+        Some(tx) => tx.subscribe(),
+        None => {
+            let (tx, rx) = broadcast::channel(buffer);
+            st.channels.insert(Arc::from(resource), tx);
+            rx
+        }
+    };
+    Ok((backlog, rx))
 }
 
 impl Store for MemStore {
@@ -300,31 +337,18 @@ impl Store for MemStore {
     }
 
     fn watch(&self, resource: &str, after: u64) -> Result<WatchStream, StoreError> {
-        // The write lock orders subscription against writers: every event
-        // is either in the backlog or delivered live (duplicates skipped).
-        let mut st = self.state.write();
-        if after < st.history.compacted() {
-            return Err(StoreError::Expired {
-                requested: after,
-                oldest: st.history.compacted(),
-            });
-        }
-        let backlog: VecDeque<Arc<Event>> = st
-            .history
-            .since(after)
-            .filter(|e| &*e.resource == resource)
-            .cloned()
-            .collect();
         let buffer = self.opts.watch_buffer.max(16);
-        let rx = match st.channels.get(resource) {
-            Some(tx) => tx.subscribe(),
-            None => {
-                let (tx, rx) = broadcast::channel(buffer);
-                st.channels.insert(Arc::from(resource), tx);
-                rx
-            }
-        };
-        Ok(WatchStream::new(backlog, rx, after))
+        let (backlog, rx) = subscribe(&mut self.state.write(), resource, after, buffer)?;
+        // A watcher that falls behind its channel catches up from the
+        // history, while the history still reaches back far enough.
+        let state = Arc::downgrade(&self.state);
+        let resource: Arc<str> = Arc::from(resource);
+        let resume: Resume = Box::new(move |after| {
+            let state = state.upgrade()?;
+            let mut st = state.write();
+            subscribe(&mut st, &resource, after, buffer).ok()
+        });
+        Ok(WatchStream::new(backlog, rx, after, Some(resume)))
     }
 
     fn wait_durable(
@@ -456,6 +480,56 @@ mod tests {
         s.compact(100);
         assert_eq!(s.snapshot("pods", None).unwrap().items.len(), 5);
         assert!(s.watch("pods", 5).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_watcher_behind_its_channel_catches_up_from_the_history() {
+        let s = MemStore::ephemeral(Options {
+            watch_buffer: 16,
+            ..Options::default()
+        });
+        let mut w = s.watch("pods", 0).unwrap();
+        let mut other = s.watch("nodes", 0).unwrap();
+        for i in 0..100 {
+            put(&s, &format!("k{i}"), "x");
+            if i % 10 == 0 {
+                s.write("nodes", "n", &mut |_, _| WriteOp::Put {
+                    bytes: Bytes::from_static(b"{}"),
+                    attrs: Attrs::default(),
+                })
+                .unwrap();
+            }
+        }
+        let mut keys = Vec::new();
+        while let Some(e) = w.try_next() {
+            assert_eq!(&*e.resource, "pods");
+            keys.push(e.key.to_string());
+        }
+        let want: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+        assert_eq!(keys, want);
+        let mut n = 0;
+        while other.try_next().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 10);
+        // It follows live events again afterwards.
+        put(&s, "late", "x");
+        assert_eq!(&*w.next().await.unwrap().key, "late");
+    }
+
+    #[tokio::test]
+    async fn a_watcher_behind_the_history_ends() {
+        let s = MemStore::ephemeral(Options {
+            watch_buffer: 16,
+            history: 32,
+            ..Options::default()
+        });
+        let mut w = s.watch("pods", 0).unwrap();
+        for i in 0..100 {
+            put(&s, &format!("k{i}"), "x");
+        }
+        assert!(w.next().await.is_none());
+        assert!(w.try_next().is_none());
     }
 
     #[tokio::test]

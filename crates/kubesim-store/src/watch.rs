@@ -7,15 +7,26 @@ use tokio::sync::broadcast;
 
 use crate::record::Event;
 
-/// Yields events in revision order. Ends (returns `None`) when the store
-/// drops the watcher for falling too far behind; the client then resumes
-/// from the last revision it saw, exactly as after a server-side timeout.
+/// Subscribes again from a revision: the history's events after it and a
+/// new live receiver; None when the history no longer reaches back that
+/// far (or the store is gone).
+pub(crate) type Resume = Box<
+    dyn Fn(u64) -> Option<(VecDeque<Arc<Event>>, broadcast::Receiver<Arc<Event>>)> + Send + Sync,
+>;
+
+/// Yields events in revision order. A watcher that falls behind its live
+/// channel (a burst of writes larger than the channel while it was not
+/// polled) catches up from the store's history. Ends (returns `None`) only
+/// when the history no longer holds what it missed; the client then
+/// resumes from the last revision it saw and gets 410 Gone, as from a
+/// compacted etcd.
 pub struct WatchStream {
     backlog: VecDeque<Arc<Event>>,
     live: broadcast::Receiver<Arc<Event>>,
     last: u64,
     /// Set once live events were lost; the stream yields nothing more.
     broken: bool,
+    resume: Option<Resume>,
 }
 
 impl WatchStream {
@@ -23,12 +34,32 @@ impl WatchStream {
         backlog: VecDeque<Arc<Event>>,
         live: broadcast::Receiver<Arc<Event>>,
         after: u64,
+        resume: Option<Resume>,
     ) -> Self {
         WatchStream {
             backlog,
             live,
             last: after,
             broken: false,
+            resume,
+        }
+    }
+
+    /// After lost live events: the missed ones from the history and a new
+    /// subscription, or the end of the stream. Returns the next event.
+    fn catch_up(&mut self) -> Option<Arc<Event>> {
+        match self.resume.as_ref().and_then(|r| r(self.last)) {
+            Some((backlog, live)) => {
+                self.backlog = backlog;
+                self.live = live;
+                let ev = self.backlog.pop_front()?;
+                self.last = ev.rev;
+                Some(ev)
+            }
+            None => {
+                self.broken = true;
+                None
+            }
         }
     }
 
@@ -50,7 +81,12 @@ impl WatchStream {
                     self.last = ev.rev;
                     return Some(ev);
                 }
-                Err(_) => self.broken = true,
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if let Some(ev) = self.catch_up() {
+                        return Some(ev);
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => self.broken = true,
             }
         }
         None
@@ -70,7 +106,12 @@ impl WatchStream {
                     return Some(ev);
                 }
                 Err(broadcast::error::TryRecvError::Empty) => return None,
-                Err(_) => self.broken = true,
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                    if let Some(ev) = self.catch_up() {
+                        return Some(ev);
+                    }
+                }
+                Err(broadcast::error::TryRecvError::Closed) => self.broken = true,
             }
         }
         None
