@@ -50,6 +50,9 @@ pub struct Server {
     pub(crate) tokens: parking_lot::RwLock<jwt::Signer>,
     /// Committed values on their way to in-process watchers.
     pub(crate) handoff: handoff::Handoff,
+    /// Whether each namespace is terminating, by its revision: asked by
+    /// every create.
+    pub(crate) namespaces_deleting: peek::DeletingCache,
 }
 
 impl Server {
@@ -62,6 +65,7 @@ impl Server {
             ips: parking_lot::Mutex::new(special::IpAllocator::default()),
             tokens: parking_lot::RwLock::new(jwt::Signer::new(|| rng.uuid().into_bytes())),
             handoff: handoff::Handoff::default(),
+            namespaces_deleting: peek::DeletingCache::default(),
         });
         s.load_custom_resources();
         s
