@@ -726,6 +726,51 @@ fn builtin_info(bi: &Builtin) -> ResourceInfo {
 /// (group, version, plural)
 type Key = (String, String, String);
 
+/// A [`Key`] seen as borrowed strings, so that every request's lookup of
+/// its resource does not allocate a key of three strings first.
+trait KeyParts {
+    fn parts(&self) -> (&str, &str, &str);
+}
+
+impl KeyParts for Key {
+    fn parts(&self) -> (&str, &str, &str) {
+        (&self.0, &self.1, &self.2)
+    }
+}
+
+impl KeyParts for (&str, &str, &str) {
+    fn parts(&self) -> (&str, &str, &str) {
+        *self
+    }
+}
+
+// Ordered as the tuple of strings orders itself, as `Borrow` requires.
+impl<'a> std::borrow::Borrow<dyn KeyParts + 'a> for Key {
+    fn borrow(&self) -> &(dyn KeyParts + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn KeyParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyParts + '_ {}
+
+impl PartialOrd for dyn KeyParts + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn KeyParts + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
 /// The set of served resources. Cheap to clone; clones share state.
 #[derive(Clone)]
 pub struct Registry {
@@ -764,7 +809,7 @@ impl Registry {
 
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
         self.read()
-            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .get(&(group, version, plural) as &dyn KeyParts)
             .cloned()
     }
 

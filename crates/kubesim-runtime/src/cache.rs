@@ -22,7 +22,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::decode::{self, Decode};
-use crate::informer::{Change, ObjectKey, Transform};
+use crate::informer::{Change, KeyParts, ObjectKey, Transform};
 
 /// Number of fixed strings at the front of [`Entry::packed`].
 const FIXED: usize = 3;
@@ -303,25 +303,37 @@ impl Cache {
         self.inner
             .read()
             .objects
-            .get(&ObjectKey::new(namespace, name))
+            .get(&(namespace, name) as &dyn KeyParts)
             .map(|e| e.parse(self.shape))
     }
 
     /// The cached object's resourceVersion, without parsing it: lets a
     /// reader keep what it derived from an object until the object changes.
     pub fn resource_version(&self, namespace: &str, name: &str) -> Option<String> {
+        self.with_resource_version(namespace, name, str::to_string)
+    }
+
+    /// `f` of the cached object's resourceVersion, without copying it (a
+    /// reader comparing it with the one it last saw), under the cache's
+    /// read lock: `f` must not reach this cache's informer.
+    pub fn with_resource_version<R>(
+        &self,
+        namespace: &str,
+        name: &str,
+        f: impl FnOnce(&str) -> R,
+    ) -> Option<R> {
         self.inner
             .read()
             .objects
-            .get(&ObjectKey::new(namespace, name))
-            .map(|e| e.resource_version().to_string())
+            .get(&(namespace, name) as &dyn KeyParts)
+            .map(|e| f(e.resource_version()))
     }
 
     pub fn contains(&self, namespace: &str, name: &str) -> bool {
         self.inner
             .read()
             .objects
-            .contains_key(&ObjectKey::new(namespace, name))
+            .contains_key(&(namespace, name) as &dyn KeyParts)
     }
 
     /// Every object, in key order. Parses them all: fine for nodes or
@@ -422,7 +434,7 @@ impl Cache {
         self.inner
             .read()
             .objects
-            .get(&ObjectKey::new(namespace, name))
+            .get(&(namespace, name) as &dyn KeyParts)
             .map(|e| label_of(&e.packed, key).map(String::from))
     }
 
@@ -431,7 +443,7 @@ impl Cache {
         self.inner
             .read()
             .objects
-            .get(&ObjectKey::new(namespace, name))
+            .get(&(namespace, name) as &dyn KeyParts)
             .map(|e| {
                 let mut it = e.packed.iter().skip(FIXED);
                 let mut out = BTreeMap::new();

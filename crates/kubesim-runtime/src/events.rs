@@ -340,21 +340,27 @@ impl Writer {
             .and_then(Value::as_str)
             .unwrap_or("event");
         let name = format!("{object_name}.{nanos:x}");
-        let event = json!({
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": p.namespace},
-            "involvedObject": p.involved,
-            "reason": p.reason,
-            "message": p.message,
-            "source": {"component": self.component},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "type": p.kind.as_str(),
-            "reportingComponent": self.component,
-            "reportingInstance": self.component,
-        });
+        // Assembled field by field so the involved object is moved in:
+        // `json!` would serialize it again.
+        let component = || Value::String(self.component.clone());
+        let event = Value::Object(serde_json::Map::from_iter([
+            ("apiVersion".to_string(), Value::from("v1")),
+            ("kind".to_string(), Value::from("Event")),
+            (
+                "metadata".to_string(),
+                json!({"name": name, "namespace": p.namespace}),
+            ),
+            ("involvedObject".to_string(), p.involved),
+            ("reason".to_string(), Value::String(p.reason)),
+            ("message".to_string(), Value::String(p.message)),
+            ("source".to_string(), json!({"component": self.component})),
+            ("firstTimestamp".to_string(), Value::String(now.clone())),
+            ("lastTimestamp".to_string(), Value::String(now)),
+            ("count".to_string(), Value::from(1)),
+            ("type".to_string(), Value::from(p.kind.as_str())),
+            ("reportingComponent".to_string(), component()),
+            ("reportingInstance".to_string(), component()),
+        ]));
         match self
             .api
             .create(

@@ -43,6 +43,53 @@ impl ObjectKey {
     }
 }
 
+/// A key seen as its two parts, so that maps keyed by [`ObjectKey`] can be
+/// searched with borrowed strings: lookups by name are on the paths of
+/// nearly every change, and building a key allocated its strings each time.
+pub(crate) trait KeyParts {
+    fn parts(&self) -> (&str, &str);
+}
+
+impl KeyParts for ObjectKey {
+    fn parts(&self) -> (&str, &str) {
+        (&self.namespace, &self.name)
+    }
+}
+
+impl KeyParts for (&str, &str) {
+    fn parts(&self) -> (&str, &str) {
+        (self.0, self.1)
+    }
+}
+
+// Ordered as `ObjectKey` derives it (namespace, then name), as `Borrow`
+// requires.
+impl<'a> std::borrow::Borrow<dyn KeyParts + 'a> for ObjectKey {
+    fn borrow(&self) -> &(dyn KeyParts + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn KeyParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyParts + '_ {}
+
+impl PartialOrd for dyn KeyParts + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn KeyParts + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.namespace.is_empty() {

@@ -9,11 +9,22 @@ use kubesim_core::ResourceInfo;
 use kubesim_store::Attrs;
 use serde_json::Value;
 
+/// Computed on every write, so the strings are borrowed from `obj`: the
+/// labels are those `meta::labels` gives (string values, in key order)
+/// without building its map.
 pub fn compute(resource: &ResourceInfo, obj: &Value) -> Attrs {
     let fields = field_values(resource, obj);
-    let labels = kubesim_core::meta::labels(obj);
-    let fields = fields.iter().flat_map(|(f, v)| [*f, v.as_str()]);
-    let labels = labels.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]);
+    let mut labels: Vec<(&str, &str)> = kubesim_core::meta::metadata(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+        .collect();
+    // Keys of one map are distinct, so this is the BTreeMap's order.
+    labels.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let fields = fields.iter().flat_map(|(f, v)| [*f, v.as_ref()]);
+    let labels = labels.iter().flat_map(|(k, v)| [*k, *v]);
     Attrs::new(fields.chain([""]).chain(labels))
 }
 
@@ -63,6 +74,21 @@ impl Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_are_the_string_ones_in_key_order() {
+        let pods = kubesim_core::Registry::new()
+            .get("", "v1", "pods")
+            .expect("pods are built in");
+        let pod = serde_json::json!({"metadata": {"name": "p", "namespace": "d",
+            "labels": {"z": "1", "a": "2", "n": 3, "m": "4"}}, "spec": {"nodeName": "x"}});
+        let attrs = compute(&pods, &pod);
+        let all: Vec<&str> = attrs.iter().collect();
+        assert_eq!(all[all.len() - 7..], ["", "a", "2", "m", "4", "z", "1"]);
+        assert_eq!(lookup(&attrs, true, "n"), None);
+        assert_eq!(lookup(&attrs, false, "spec.nodeName"), Some("x"));
+        assert_eq!(lookup(&attrs, false, "spec.hostNetwork"), Some("false"));
+    }
 
     #[test]
     fn an_empty_field_value_does_not_hide_the_labels() {

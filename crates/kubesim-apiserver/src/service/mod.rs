@@ -52,6 +52,9 @@ pub struct Server {
     /// Committed values on their way to in-process watchers.
     pub(crate) handoff: handoff::Handoff,
     pub(crate) compactor: compaction::Compactor,
+    /// Whether each namespace is terminating, by its revision: asked by
+    /// every create.
+    pub(crate) namespaces_deleting: peek::DeletingCache,
 }
 
 impl Server {
@@ -65,6 +68,7 @@ impl Server {
             tokens: parking_lot::RwLock::new(jwt::Signer::new(|| rng.uuid().into_bytes())),
             handoff: handoff::Handoff::default(),
             compactor: compaction::Compactor::default(),
+            namespaces_deleting: peek::DeletingCache::default(),
         });
         s.load_custom_resources();
         s

@@ -184,7 +184,7 @@ impl Server {
         let Some(rec) = self.store.get(&nsr.storage_key(), ns) else {
             return Err(ApiError::not_found("namespaces", "", ns));
         };
-        let deleting = match super::peek::is_deleting(&rec.bytes) {
+        let deleting = match self.namespaces_deleting.is_deleting(ns, &rec) {
             Some(d) => d,
             None => meta::is_deleting(&super::decode(&rec)?),
         };

@@ -1,5 +1,6 @@
 //! Field selectors and the per-kind set of selectable fields.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
@@ -289,12 +290,21 @@ pub fn selectable_fields(resource: &ResourceInfo) -> &'static [&'static str] {
 
 /// How upstream renders a field into its `fields.Set`: strings as is,
 /// booleans and integers in Go's formatting, anything missing as "".
-fn render(v: Option<&Value>) -> String {
+/// Borrowed where it can be: every write computes these for its index.
+fn render(v: Option<&Value>) -> Cow<'_, str> {
     match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => String::new(),
+        Some(Value::String(s)) => Cow::Borrowed(s),
+        Some(Value::Bool(b)) => Cow::Borrowed(bool_str(*b)),
+        Some(Value::Number(n)) => Cow::Owned(n.to_string()),
+        _ => Cow::Borrowed(""),
+    }
+}
+
+fn bool_str(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
     }
 }
 
@@ -302,7 +312,7 @@ fn at<'a>(obj: &'a Value, dotted: &str) -> Option<&'a Value> {
     crate::meta::path(obj, dotted)
 }
 
-fn first_non_empty(obj: &Value, paths: &[&str]) -> String {
+fn first_non_empty<'a>(obj: &'a Value, paths: &[&str]) -> Cow<'a, str> {
     paths
         .iter()
         .map(|p| render(at(obj, p)))
@@ -310,7 +320,7 @@ fn first_non_empty(obj: &Value, paths: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-fn pod_ip(obj: &Value) -> String {
+fn pod_ip(obj: &Value) -> Cow<'_, str> {
     let first = at(obj, "status.podIPs")
         .and_then(Value::as_array)
         .and_then(|ips| ips.first())
@@ -323,15 +333,13 @@ fn pod_ip(obj: &Value) -> String {
 
 /// Events written through either API: core names first, then the
 /// events.k8s.io ones, so the value is found whichever shape was stored.
-fn event_value(obj: &Value, field: &str) -> Option<String> {
+fn event_value<'a>(obj: &'a Value, field: &str) -> Option<Cow<'a, str>> {
     let regarding = |sub: &str| {
-        first_non_empty(
-            obj,
-            &[
-                &format!("involvedObject.{sub}"),
-                &format!("regarding.{sub}"),
-            ],
-        )
+        ["involvedObject", "regarding"]
+            .iter()
+            .map(|r| render(obj.get(r).and_then(|o| o.get(sub))))
+            .find(|s| !s.is_empty())
+            .unwrap_or_default()
     };
     Some(match field {
         "involvedObject.kind" | "regarding.kind" => regarding("kind"),
@@ -367,43 +375,53 @@ pub fn field_value(resource: &ResourceInfo, obj: &Value, field: &str) -> Option<
     if !selectable_fields(resource).contains(&field) {
         return None;
     }
-    value_of(resource, obj, field)
+    value_of(resource, obj, field).map(Cow::into_owned)
 }
 
-fn value_of(resource: &ResourceInfo, obj: &Value, field: &str) -> Option<String> {
+fn value_of<'a>(resource: &ResourceInfo, obj: &'a Value, field: &str) -> Option<Cow<'a, str>> {
     Some(match field {
-        "metadata.name" => crate::meta::name(obj).to_string(),
-        "metadata.namespace" => crate::meta::namespace(obj).to_string(),
+        "metadata.name" => Cow::Borrowed(crate::meta::name(obj)),
+        "metadata.namespace" => Cow::Borrowed(crate::meta::namespace(obj)),
         _ => match (resource.group.as_str(), resource.plural.as_str()) {
             ("", "pods") => match field {
-                "spec.hostNetwork" => at(obj, "spec.hostNetwork")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false)
-                    .to_string(),
+                "spec.hostNetwork" => Cow::Borrowed(bool_str(
+                    at(obj, "spec.hostNetwork")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                )),
                 "status.podIP" | "status.podIPs" => pod_ip(obj),
                 _ => render(at(obj, field)),
             },
             ("", "events") | ("events.k8s.io", "events") => event_value(obj, field)?,
-            ("", "nodes") => at(obj, "spec.unschedulable")
-                .and_then(Value::as_bool)
-                .unwrap_or(false)
-                .to_string(),
-            ("apps", "replicasets") | ("", "replicationcontrollers") => at(obj, "status.replicas")
-                .and_then(Value::as_i64)
-                .unwrap_or(0)
-                .to_string(),
-            ("batch", "jobs") => at(obj, "status.succeeded")
-                .and_then(Value::as_i64)
-                .unwrap_or(0)
-                .to_string(),
+            ("", "nodes") => Cow::Borrowed(bool_str(
+                at(obj, "spec.unschedulable")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            )),
+            ("apps", "replicasets") | ("", "replicationcontrollers") => Cow::Owned(
+                at(obj, "status.replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+                    .to_string(),
+            ),
+            ("batch", "jobs") => Cow::Owned(
+                at(obj, "status.succeeded")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+                    .to_string(),
+            ),
             _ => render(at(obj, field)),
         },
     })
 }
 
 /// The selectable field values of an object, `metadata.name` and
-/// `metadata.namespace` included, in a fixed order.
-pub fn field_values(resource: &ResourceInfo, obj: &Value) -> Vec<(&'static str, String)> {
+/// `metadata.namespace` included, in a fixed order; borrowed from the
+/// object wherever they are its own strings.
+pub fn field_values<'a>(
+    resource: &ResourceInfo,
+    obj: &'a Value,
+) -> Vec<(&'static str, Cow<'a, str>)> {
     indexed_fields(resource)
         .iter()
         .filter_map(|f| value_of(resource, obj, f).map(|v| (*f, v)))

@@ -168,6 +168,9 @@ fn supported_fields() {
 
 fn values(r: &ResourceInfo, obj: &Value) -> Vec<(&'static str, String)> {
     field_values(r, obj)
+        .into_iter()
+        .map(|(f, v)| (f, v.into_owned()))
+        .collect()
 }
 
 fn owned(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {

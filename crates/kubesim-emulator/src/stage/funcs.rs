@@ -100,15 +100,22 @@ impl FuncContext {
     }
 
     /// What the node says, read again only when the node has changed.
+    /// The check copies nothing: it runs several times for every step.
     fn facts(&self, node: &str) -> Option<Arc<NodeFacts>> {
-        let Some(rv) = self.nodes.resource_version("", node) else {
-            self.facts.lock().remove(node);
-            return None;
-        };
-        if let Some(a) = self.facts.lock().get(node) {
-            if a.resource_version == rv {
-                return Some(a.clone());
+        // Taken out first so that the two locks are never held together.
+        let known = self.facts.lock().get(node).cloned();
+        let current = self.nodes.with_resource_version("", node, |rv| {
+            known.as_ref().is_some_and(|f| f.resource_version == rv)
+        });
+        match current {
+            None => {
+                if known.is_some() {
+                    self.facts.lock().remove(node);
+                }
+                return None;
             }
+            Some(true) => return known,
+            Some(false) => {}
         }
         let fresh = Arc::new(NodeFacts::of(&*self.nodes.get("", node)?));
         self.facts.lock().insert(node.to_string(), fresh.clone());

@@ -272,7 +272,8 @@ pub fn patch_body(
     };
     let body = match (&p.root, kind) {
         (Some(root), PatchType::Json) => prefix_paths(rendered, root),
-        (Some(root), _) => json!({ root.as_str(): rendered }),
+        // Moved into a new map: `json!` would serialize the value again.
+        (Some(root), _) => Value::Object(serde_json::Map::from_iter([(root.clone(), rendered)])),
         (None, _) => rendered,
     };
     Ok(Some((kind, body)))

@@ -486,7 +486,7 @@ impl Running {
             .keys()
             .filter(|k| {
                 sh.objects
-                    .get(k)
+                    .get(*k)
                     .is_some_and(|t| t.status == Status::Running)
             })
             .count();

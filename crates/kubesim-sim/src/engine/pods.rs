@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use kubesim_core::meta;
 use kubesim_core::quantity::Quantity;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::SimJob;
 
@@ -19,28 +19,37 @@ pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
         _ => job.run_time,
     };
     let ms = (run.max(0.0) * 1000.0).round() as u64;
-    let mut resources = json!({"cpu": format!("{}m", job.cpu_millis)});
+    // Built from the inside out, every part moved into its parent:
+    // `json!` would serialize an interpolated `Value` again.
+    let mut resources = Map::new();
+    resources.insert("cpu".into(), format!("{}m", job.cpu_millis).into());
     if job.memory_bytes > 0 {
-        resources["memory"] = json!(job.memory_bytes.to_string());
+        resources.insert("memory".into(), job.memory_bytes.to_string().into());
     }
+    let resources = Value::Object(resources);
+    let mut container = json!({"name": "job", "image": "busybox",
+        "command": ["sleep", format!("{}", ms as f64 / 1000.0)]});
+    container["resources"] = Value::Object(Map::from_iter([
+        ("requests".to_string(), resources.clone()),
+        ("limits".to_string(), resources),
+    ]));
     let mut spec = json!({
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "job", "image": "busybox",
-            "command": ["sleep", format!("{}", ms as f64 / 1000.0)],
-            "resources": {"requests": resources, "limits": resources}}],
     });
+    spec["containers"] = Value::Array(vec![container]);
     if let Some(s) = &job.scheduler {
         if s != "default" {
             spec["schedulerName"] = json!(s);
         }
     }
-    json!({"apiVersion": "v1", "kind": "Pod",
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default",
             "labels": {JOB_INDEX: index.to_string()},
             "annotations": {"kubesim.io/run-duration": format!("{ms}ms"),
-                "kubesim.io/job-id": job.id, "kubesim.io/workload": job.workload}},
-        "spec": spec})
+                "kubesim.io/job-id": job.id, "kubesim.io/workload": job.workload}}});
+    pod["spec"] = spec;
+    pod
 }
 
 /// DNS-1123 names from `<workload>-<id>`, made unique by a suffix.
@@ -233,6 +242,25 @@ mod tests {
             p["metadata"]["annotations"]["kubesim.io/run-duration"],
             "170500ms"
         );
+    }
+
+    #[test]
+    fn pods_serialize_with_the_fields_in_their_written_order() {
+        let mut j = job("7");
+        j.memory_bytes = 1 << 20;
+        j.scheduler = Some("other".into());
+        let resources = json!({"cpu": "1000m", "memory": "1048576"});
+        let want = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "w0-7", "namespace": "default",
+                "labels": {JOB_INDEX: "3"},
+                "annotations": {"kubesim.io/run-duration": "100000ms",
+                    "kubesim.io/job-id": "7", "kubesim.io/workload": "w0"}},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "job", "image": "busybox",
+                    "command": ["sleep", "100"],
+                    "resources": {"requests": resources, "limits": resources}}],
+                "schedulerName": "other"}});
+        assert_eq!(pod(&j, 3, "w0-7").to_string(), want.to_string());
     }
 
     #[test]
