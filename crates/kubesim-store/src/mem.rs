@@ -10,7 +10,7 @@ use tokio::sync::broadcast;
 use crate::durable::{Loaded, Op, Persister};
 use crate::history::History;
 use crate::record::{Event, EventType, Record};
-use crate::watch::{Resume, WatchStream};
+use crate::watch::{Resume, Subscription, WatchStream};
 use crate::{Attrs, Committed, Snapshot, Store, StoreError, WriteOp};
 
 /// Tuning of a [`MemStore`].
@@ -147,7 +147,7 @@ fn subscribe(
     resource: &str,
     after: u64,
     buffer: usize,
-) -> Result<(VecDeque<Arc<Event>>, broadcast::Receiver<Arc<Event>>), StoreError> {
+) -> Result<Subscription, StoreError> {
     if after < st.history.compacted() {
         return Err(StoreError::Expired {
             requested: after,

@@ -10,9 +10,10 @@ use crate::record::Event;
 /// Subscribes again from a revision: the history's events after it and a
 /// new live receiver; None when the history no longer reaches back that
 /// far (or the store is gone).
-pub(crate) type Resume = Box<
-    dyn Fn(u64) -> Option<(VecDeque<Arc<Event>>, broadcast::Receiver<Arc<Event>>)> + Send + Sync,
->;
+pub(crate) type Resume = Box<dyn Fn(u64) -> Option<Subscription> + Send + Sync>;
+
+/// The events a watch starts with, and the receiver of the ones to come.
+pub(crate) type Subscription = (VecDeque<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
 
 /// Yields events in revision order. A watcher that falls behind its live
 /// channel (a burst of writes larger than the channel while it was not
