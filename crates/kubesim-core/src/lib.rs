@@ -5,6 +5,7 @@
 //! controllers and the simulator share one definition of what a Kubernetes
 //! object is and how it behaves.
 
+mod borrowed_key;
 pub mod convert;
 pub mod defaults;
 pub mod error;

@@ -751,25 +751,7 @@ impl<'a> std::borrow::Borrow<dyn KeyParts + 'a> for Key {
     }
 }
 
-impl PartialEq for dyn KeyParts + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.parts() == other.parts()
-    }
-}
-
-impl Eq for dyn KeyParts + '_ {}
-
-impl PartialOrd for dyn KeyParts + '_ {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for dyn KeyParts + '_ {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.parts().cmp(&other.parts())
-    }
-}
+crate::ordered_by_parts!(KeyParts);
 
 /// The set of served resources. Cheap to clone; clones share state.
 #[derive(Clone)]

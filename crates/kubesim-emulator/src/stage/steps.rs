@@ -89,7 +89,10 @@ impl Steps<'_> {
                     }
                     if want != had {
                         let body = json!({"metadata": {"finalizers": want}});
-                        match self.patch(&current, PatchType::Merge, body, None).await {
+                        match self
+                            .patch(&current, PatchType::Merge, body, None, &opts())
+                            .await
+                        {
                             Ok(o) => {
                                 current = Arc::new(o);
                                 written = Some(current.clone());
@@ -161,16 +164,7 @@ impl Steps<'_> {
             ..opts()
         };
         let after = self
-            .api
-            .patch_value(
-                &self.target.resource,
-                meta::namespace(obj),
-                meta::name(obj),
-                kind,
-                body,
-                p.subresource.as_deref(),
-                &opts,
-            )
+            .patch(obj, kind, body, p.subresource.as_deref(), &opts)
             .await?;
         Ok((meta::resource_version(&after) != meta::resource_version(obj)).then_some(after))
     }
@@ -181,6 +175,7 @@ impl Steps<'_> {
         kind: PatchType,
         body: Value,
         subresource: Option<&str>,
+        opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
         self.api
             .patch_value(
@@ -190,7 +185,7 @@ impl Steps<'_> {
                 kind,
                 body,
                 subresource,
-                &opts(),
+                opts,
             )
             .await
     }
