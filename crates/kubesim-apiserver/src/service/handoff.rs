@@ -97,12 +97,10 @@ impl Handoff {
     pub(crate) fn prepare(&self, resource: &str, obj: &Value) -> Option<Prepared> {
         let inboxes = self.open_inboxes(resource)?;
         // Built outside the lock, once per shape.
-        let mut shapes: Vec<(Decode, Value)> = Vec::new();
-        for inbox in &inboxes {
-            if !shapes.iter().any(|(s, _)| *s == inbox.shape) {
-                shapes.push((inbox.shape, shaped(inbox.shape, obj)));
-            }
-        }
+        let shapes = distinct_shapes(&inboxes)
+            .into_iter()
+            .map(|d| (d, shaped(d, obj)))
+            .collect();
         Some(Prepared { inboxes, shapes })
     }
 
@@ -117,12 +115,7 @@ impl Handoff {
         let Some(inboxes) = self.open_inboxes(resource) else {
             return;
         };
-        let mut wanted: Vec<Decode> = Vec::new();
-        for inbox in &inboxes {
-            if !wanted.contains(&inbox.shape) {
-                wanted.push(inbox.shape);
-            }
-        }
+        let mut wanted = distinct_shapes(&inboxes);
         let Some(last) = wanted.pop() else { return };
         let mut shapes: Vec<(Decode, Value)> =
             wanted.into_iter().map(|d| (d, shaped(d, &obj))).collect();
@@ -174,6 +167,17 @@ impl Handoff {
             }
         }
     }
+}
+
+/// The shapes `inboxes` want, each once, in the order first wanted.
+fn distinct_shapes(inboxes: &[Arc<Inbox>]) -> Vec<Decode> {
+    let mut shapes: Vec<Decode> = Vec::new();
+    for inbox in inboxes {
+        if !shapes.contains(&inbox.shape) {
+            shapes.push(inbox.shape);
+        }
+    }
+    shapes
 }
 
 /// What [`Handoff::prepare`] built, waiting for the commit.

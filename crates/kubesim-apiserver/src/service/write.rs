@@ -368,12 +368,7 @@ impl Server {
         let key = object_key(resource, ns, name);
         let mut exists = false;
         let mut attrs = Some(attrs);
-        let keep = keeps_answer(resource, opts);
-        let handoff = if keep {
-            self.prepare_handoff(resource, &mut obj)
-        } else {
-            None
-        };
+        let handing = self.begin_handoff(resource, &mut obj, keeps_answer(resource, opts));
         let committed = self
             .store
             .write(&resource.storage_key(), &key, &mut |cur, rev| {
@@ -389,7 +384,6 @@ impl Server {
                 }
             })
             .map_err(store_error)?;
-        self.compact_if_due();
         if exists {
             return Err(ApiError::already_exists(
                 &resource.plural,
@@ -397,22 +391,16 @@ impl Server {
                 name,
             ));
         }
-        if !keep {
-            self.handoff
-                .hand_over(&resource.storage_key(), obj, &committed);
-            obj = version_stub(committed.rev);
-        } else if let Some(h) = handoff {
-            self.handoff.deliver(h, &committed);
-        }
+        let kept = self.settle(resource, obj, handing, &committed);
         self.store
             .wait_durable(committed.rev)
             .await
             .map_err(store_error)?;
-        if keep {
-            self.after_commit(resource, Some(&obj));
+        if let Some(o) = &kept {
+            self.after_commit(resource, Some(o));
         }
         Ok(WriteResult {
-            obj,
+            obj: kept.unwrap_or_else(|| version_stub(committed.rev)),
             created: true,
             warnings,
         })
@@ -842,17 +830,43 @@ impl Server {
         Ok(new)
     }
 
-    /// The shapes of `obj` that in-process watchers of `resource` wait for,
-    /// built before its commit (see `handoff`). The commit sets
-    /// `resourceVersion`; it is set now to a placeholder, so that it sits
-    /// where the commit will put it.
-    fn prepare_handoff(
+    /// Before a commit of `obj` to `resource`: when the caller `keep`s the
+    /// value, the shapes in-process watchers wait for are copied from it
+    /// now (see `handoff`); the commit sets `resourceVersion`, so it is set
+    /// to a placeholder first, where the commit will put it. Otherwise the
+    /// value itself goes to them after the commit.
+    fn begin_handoff(&self, resource: &ResourceInfo, obj: &mut Value, keep: bool) -> Handing {
+        if !keep {
+            return Handing::Moved;
+        }
+        meta::metadata_mut(obj).insert("resourceVersion".into(), Value::String(String::new()));
+        Handing::Copied(self.handoff.prepare(&resource.storage_key(), obj))
+    }
+
+    /// After a commit of `obj`: the history compacted if due, and `obj`
+    /// handed to the in-process watchers. Returns `obj` when its caller
+    /// keeps it; None when it went to the watchers uncopied.
+    fn settle(
         &self,
         resource: &ResourceInfo,
-        obj: &mut Value,
-    ) -> Option<super::handoff::Prepared> {
-        meta::metadata_mut(obj).insert("resourceVersion".into(), Value::String(String::new()));
-        self.handoff.prepare(&resource.storage_key(), obj)
+        obj: Value,
+        handing: Handing,
+        committed: &kubesim_store::Committed,
+    ) -> Option<Value> {
+        self.compact_if_due();
+        match handing {
+            Handing::Copied(prepared) => {
+                if let Some(p) = prepared {
+                    self.handoff.deliver(p, committed);
+                }
+                Some(obj)
+            }
+            Handing::Moved => {
+                self.handoff
+                    .hand_over(&resource.storage_key(), obj, committed);
+                None
+            }
+        }
     }
 
     /// Commits `new` if the object is still at `expected`'s revision.
@@ -897,11 +911,7 @@ impl Server {
         };
         let mut attrs = attrs;
         let mut raced = false;
-        let handoff = if keep {
-            self.prepare_handoff(resource, &mut new)
-        } else {
-            None
-        };
+        let handing = self.begin_handoff(resource, &mut new, keep);
         let committed = self
             .store
             .write(
@@ -930,21 +940,22 @@ impl Server {
                 },
             )
             .map_err(store_error)?;
-        self.compact_if_due();
         if raced {
             return Ok(None);
         }
-        if !keep {
-            self.handoff
-                .hand_over(&resource.storage_key(), new, &committed);
-            let stub = (!remove).then(|| version_stub(committed.rev));
-            return Ok(Some((stub, committed.rev)));
-        }
-        if let Some(h) = handoff {
-            self.handoff.deliver(h, &committed);
-        }
-        Ok(Some((if remove { None } else { Some(new) }, committed.rev)))
+        let kept = self.settle(resource, new, handing, &committed);
+        let answer = (!remove).then(|| kept.unwrap_or_else(|| version_stub(committed.rev)));
+        Ok(Some((answer, committed.rev)))
     }
+}
+
+/// How a commit's value reaches the in-process watchers.
+enum Handing {
+    /// Their shapes were copied before the commit (None: nobody watches);
+    /// the caller keeps the value.
+    Copied(Option<super::handoff::Prepared>),
+    /// The value itself goes to them after the commit.
+    Moved,
 }
 
 /// Whether a write answers its caller with the written object: unless the
