@@ -35,21 +35,9 @@ impl Rng {
     pub fn uuid(&self) -> String {
         let mut b = [0u8; 16];
         self.inner.lock().fill_bytes(&mut b);
-        b[6] = (b[6] & 0x0f) | 0x40;
-        b[8] = (b[8] & 0x3f) | 0x80;
-        // Written digit by digit into one string: every create draws a uid,
-        // and formatting each byte into a string of its own cost more than
-        // the draw.
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut out = String::with_capacity(36);
-        for (i, x) in b.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                out.push('-');
-            }
-            out.push(HEX[usize::from(x >> 4)] as char);
-            out.push(HEX[usize::from(x & 0x0f)] as char);
-        }
-        out
+        // Sets the version and variant bits, and writes the text in one
+        // string (every create draws a uid).
+        uuid::Builder::from_random_bytes(b).into_uuid().to_string()
     }
 
     /// Uniform in [0, n).
