@@ -136,6 +136,13 @@ pub fn parse_time(s: &str) -> Option<jiff::Timestamp> {
     s.parse().ok()
 }
 
+/// A JSON object of `fields` in their order, each value moved in: what
+/// `json!` builds, without serializing the values again (`json!` passes
+/// every interpolated expression, a `Value` too, through the serializer).
+pub fn object<K: Into<String>>(fields: impl IntoIterator<Item = (K, Value)>) -> Value {
+    Value::Object(fields.into_iter().map(|(k, v)| (k.into(), v)).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

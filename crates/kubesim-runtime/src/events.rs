@@ -340,27 +340,23 @@ impl Writer {
             .and_then(Value::as_str)
             .unwrap_or("event");
         let name = format!("{object_name}.{nanos:x}");
-        // Assembled field by field so the involved object is moved in:
-        // `json!` would serialize it again.
+        // The involved object is moved in, not serialized again.
         let component = || Value::String(self.component.clone());
-        let event = Value::Object(serde_json::Map::from_iter([
-            ("apiVersion".to_string(), Value::from("v1")),
-            ("kind".to_string(), Value::from("Event")),
-            (
-                "metadata".to_string(),
-                json!({"name": name, "namespace": p.namespace}),
-            ),
-            ("involvedObject".to_string(), p.involved),
-            ("reason".to_string(), Value::String(p.reason)),
-            ("message".to_string(), Value::String(p.message)),
-            ("source".to_string(), json!({"component": self.component})),
-            ("firstTimestamp".to_string(), Value::String(now.clone())),
-            ("lastTimestamp".to_string(), Value::String(now)),
-            ("count".to_string(), Value::from(1)),
-            ("type".to_string(), Value::from(p.kind.as_str())),
-            ("reportingComponent".to_string(), component()),
-            ("reportingInstance".to_string(), component()),
-        ]));
+        let event = meta::object([
+            ("apiVersion", Value::from("v1")),
+            ("kind", Value::from("Event")),
+            ("metadata", json!({"name": name, "namespace": p.namespace})),
+            ("involvedObject", p.involved),
+            ("reason", Value::String(p.reason)),
+            ("message", Value::String(p.message)),
+            ("source", json!({"component": self.component})),
+            ("firstTimestamp", Value::String(now.clone())),
+            ("lastTimestamp", Value::String(now)),
+            ("count", Value::from(1)),
+            ("type", Value::from(p.kind.as_str())),
+            ("reportingComponent", component()),
+            ("reportingInstance", component()),
+        ]);
         match self
             .api
             .create(

@@ -91,12 +91,11 @@ fn as_pod_object(pod: &Value) -> Value {
         Some(_) => pod.get("apiVersion").cloned().unwrap_or(Value::Null),
         None => json!("v1"),
     };
-    // Moved in: `json!` would serialize each value again.
-    Value::Object(serde_json::Map::from_iter([
-        ("kind".to_string(), kind),
-        ("apiVersion".to_string(), api_version),
-        ("metadata".to_string(), Value::Object(m)),
-    ]))
+    meta::object([
+        ("kind", kind),
+        ("apiVersion", api_version),
+        ("metadata", Value::Object(m)),
+    ])
 }
 
 fn is_assigned(pod: &Value) -> bool {

@@ -268,7 +268,7 @@ pub fn patch_body(
     let body = match (&p.root, kind) {
         (Some(root), PatchType::Json) => prefix_paths(rendered, root),
         // Moved into a new map: `json!` would serialize the value again.
-        (Some(root), _) => Value::Object(serde_json::Map::from_iter([(root.clone(), rendered)])),
+        (Some(root), _) => meta::object([(root.as_str(), rendered)]),
         (None, _) => rendered,
     };
     Ok(Some((kind, body)))

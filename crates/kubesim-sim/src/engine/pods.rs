@@ -29,10 +29,7 @@ pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
     let resources = Value::Object(resources);
     let mut container = json!({"name": "job", "image": "busybox",
         "command": ["sleep", format!("{}", ms as f64 / 1000.0)]});
-    container["resources"] = Value::Object(Map::from_iter([
-        ("requests".to_string(), resources.clone()),
-        ("limits".to_string(), resources),
-    ]));
+    container["resources"] = meta::object([("requests", resources.clone()), ("limits", resources)]);
     let mut spec = json!({
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
