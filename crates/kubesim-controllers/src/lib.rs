@@ -22,6 +22,7 @@ pub mod nodelifecycle;
 pub mod ownership;
 pub mod pdb;
 pub mod pod_facts;
+pub mod podgc;
 pub mod pods;
 pub mod replica_kind;
 pub mod replicaset;
@@ -55,12 +56,16 @@ pub struct Options {
     /// unreachable nodes). A batch simulation whose nodes renew no Leases
     /// turns it off rather than watch every node go Unknown.
     pub node_lifecycle: bool,
+    /// Terminated pods kept before the oldest are deleted
+    /// (`--terminated-pod-gc-threshold`; 0 keeps them all).
+    pub terminated_pod_gc_threshold: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             node_lifecycle: true,
+            terminated_pod_gc_threshold: podgc::DEFAULT_THRESHOLD,
         }
     }
 }
@@ -124,6 +129,7 @@ pub async fn run_with(
             }
         },
         taint_eviction::run(ctx.clone()),
+        podgc::run(ctx.clone(), options.terminated_pod_gc_threshold),
         storage_protection::run(ctx.clone()),
         volume_release::run(ctx.clone()),
         jobs.run(),

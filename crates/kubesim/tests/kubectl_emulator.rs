@@ -209,3 +209,34 @@ spec:
     c.ok(&["delete", "pvc", "data", "--wait=true", "--timeout=60s"]);
     c.until(&["get", "pv", "-o", "name"], |o| !o.contains(&volume));
 }
+
+/// kube-controller-manager's `--terminated-pod-gc-threshold`: past it, the
+/// pod garbage collector deletes the oldest finished pods, on its 20-second
+/// beat.
+#[test]
+fn finished_pods_beyond_the_gc_threshold_are_deleted_oldest_first() {
+    let c = Cluster::start_with(
+        "emulator-podgc",
+        &["--nodes", "1", "--terminated-pod-gc-threshold", "1"],
+    );
+    c.wait_for("a Ready node", || ready_nodes(&c) == 1);
+    let phase = |name: &str| c.json(&["get", "pod", name])["status"]["phase"].clone();
+    for name in ["first", "second", "third"] {
+        c.apply(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  annotations:\n    kubesim.io/run-duration: 1s\nspec:\n  restartPolicy: Never\n  containers:\n  - name: c\n    image: busybox\n"
+        ));
+        // Each finishes before the next is created, so that their creation
+        // times (whole seconds) order them.
+        c.wait_for(&format!("{name} Succeeded"), || phase(name) == "Succeeded");
+    }
+    let names = || {
+        let mut n: Vec<String> = c
+            .items(&["get", "pods"])
+            .iter()
+            .map(|p| p["metadata"]["name"].as_str().unwrap_or("").to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    c.wait_for("the two oldest collected", || names() == ["third"]);
+}

@@ -43,14 +43,22 @@ pub async fn server() -> (Arc<dyn Api>, Clock, Arc<Server>) {
 }
 
 pub async fn start() -> Env {
+    start_with(kubesim_controllers::Options::default()).await
+}
+
+/// [`start`] with a choice of controller options.
+pub async fn start_with(options: kubesim_controllers::Options) -> Env {
     let (_, clock, server) = server().await;
     let registry = server.registry.clone();
     let api: Arc<dyn Api> = Arc::new(InProcess::new(server, "kube-controller-manager"));
-    let controllers = tokio::spawn(kubesim_controllers::run_all(
+    let informers = kubesim_runtime::Informers::new(api.clone(), clock.clone());
+    let controllers = tokio::spawn(kubesim_controllers::run_with(
         api.clone(),
+        informers,
         registry,
         clock.clone(),
         None,
+        options,
     ));
     Env {
         api,

@@ -183,6 +183,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         None,
         kubesim_controllers::Options {
             node_lifecycle: false,
+            ..Default::default()
         },
     ));
     if setup.builtin_scheduler {

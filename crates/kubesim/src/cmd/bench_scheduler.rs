@@ -127,6 +127,7 @@ async fn bench(nodes: usize, pods: usize, affinity: bool, deployment: bool) -> a
             None,
             kubesim_controllers::Options {
                 node_lifecycle: false,
+                ..Default::default()
             },
         ))
     });

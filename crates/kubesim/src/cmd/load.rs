@@ -172,6 +172,7 @@ async fn in_process(
         nodes,
         node_template: None,
         stages: Vec::new(),
+        terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
     };
     let started = super::up::start(&up).await?;
     std::fs::create_dir_all(&dir)?;

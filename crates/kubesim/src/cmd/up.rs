@@ -48,6 +48,11 @@ pub struct UpArgs {
     /// Stages can also be added and edited through the API at run time.
     #[arg(long, value_name = "FILE")]
     pub stages: Vec<PathBuf>,
+    /// Terminated pods kept before the pod garbage collector deletes the
+    /// oldest (kube-controller-manager's flag of the same name; 0 keeps
+    /// them all).
+    #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]
+    pub terminated_pod_gc_threshold: usize,
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
@@ -240,7 +245,10 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
         server.registry.clone(),
         server.clock.clone(),
         pki.as_ref().map(|p| p.ca_pem.clone()),
-        kubesim_controllers::Options::default(),
+        kubesim_controllers::Options {
+            terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
+            ..Default::default()
+        },
     ));
     // kube-scheduler, with its own identity.
     tokio::spawn(kubesim_scheduler::run(

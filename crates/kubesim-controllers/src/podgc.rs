@@ -1,0 +1,250 @@
+//! The pod garbage collector's collection of terminated pods (upstream's
+//! podgc and kube-controller-manager's `--terminated-pod-gc-threshold`):
+//! once more pods have terminated than the threshold, the oldest are
+//! deleted down to it, evicted ones first, on the controller's 20-second
+//! beat. A pod counts as terminated in any phase but Pending, Running and
+//! Unknown, as upstream counts it; one in none of the terminal phases is
+//! marked Failed before it goes.
+//!
+//! Upstream looks at every pod every 20 s. Here the terminated pods are
+//! kept in deletion order as they change, and a pass runs at the first
+//! beat after their number passed the threshold: the same deletions at the
+//! same beats, without waking a simulation of months every 20 s or reading
+//! every pod on each beat.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kubesim_core::meta;
+use kubesim_core::patch::PatchType;
+use kubesim_runtime::{Change, DeleteOptions, ObjectKey, ResourceRef, WriteOptions};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::Context;
+
+/// kube-controller-manager's default `--terminated-pod-gc-threshold`.
+pub const DEFAULT_THRESHOLD: usize = 12_500;
+
+/// Upstream's `gcCheckPeriod`.
+const CHECK_PERIOD: Duration = Duration::from_secs(20);
+
+/// Where a terminated pod stands in the order of deletion: evicted pods
+/// first, then the oldest by creation, then by name (and namespace, so
+/// that the order is total).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    not_evicted: bool,
+    created: String,
+    name: String,
+    namespace: String,
+}
+
+impl Place {
+    /// Its place if `pod` has terminated.
+    fn of(pod: &Value) -> Option<Place> {
+        let phase = phase(pod);
+        if matches!(phase, "Pending" | "Running" | "Unknown") {
+            return None;
+        }
+        let reason = meta::path(pod, "status.reason").and_then(Value::as_str);
+        Some(Place {
+            not_evicted: !(phase == "Failed" && reason == Some("Evicted")),
+            created: meta::path(pod, "metadata.creationTimestamp")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            name: meta::name(pod).to_string(),
+            namespace: meta::namespace(pod).to_string(),
+        })
+    }
+}
+
+fn phase(pod: &Value) -> &str {
+    meta::path(pod, "status.phase")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The terminated pods, by key and in deletion order.
+#[derive(Default)]
+struct Terminated {
+    by_key: BTreeMap<ObjectKey, Place>,
+    ordered: BTreeSet<Place>,
+}
+
+impl Terminated {
+    fn set(&mut self, key: ObjectKey, place: Option<Place>) {
+        if let Some(old) = self.by_key.remove(&key) {
+            self.ordered.remove(&old);
+        }
+        if let Some(p) = place {
+            self.ordered.insert(p.clone());
+            self.by_key.insert(key, p);
+        }
+    }
+
+    /// The pods beyond `threshold`, first to go first.
+    fn excess(&self, threshold: usize) -> Vec<Place> {
+        let n = self.by_key.len().saturating_sub(threshold);
+        self.ordered.iter().take(n).cloned().collect()
+    }
+}
+
+/// Runs until dropped; a threshold of 0 turns the collection off, as a
+/// threshold of 0 or less does upstream.
+pub async fn run(ctx: Arc<Context>, threshold: usize) {
+    if threshold == 0 {
+        return;
+    }
+    let pods = ctx.informers.get(&ResourceRef::core("pods"));
+    let terminated: Arc<Mutex<Terminated>> = Arc::default();
+    let over = Arc::new(Notify::new());
+    {
+        let (terminated, over) = (terminated.clone(), over.clone());
+        pods.on_change(move |c| {
+            let pod = c.object();
+            let place = match c {
+                Change::Deleted(_) => None,
+                _ => Place::of(pod),
+            };
+            let mut t = terminated.lock();
+            t.set(ObjectKey::of(pod), place);
+            if t.by_key.len() > threshold {
+                over.notify_one();
+            }
+        });
+    }
+    ctx.informers.wait_synced().await;
+    let start = ctx.clock.instant();
+    let mut last: Option<Instant> = None;
+    loop {
+        if terminated.lock().by_key.len() <= threshold {
+            over.notified().await;
+            continue;
+        }
+        // The next beat, and never the one of the last pass: its
+        // deletions may not have reached the informer yet.
+        let at = next_beat(start, ctx.clock.instant(), last);
+        ctx.clock.sleep_until(at).await;
+        last = Some(at);
+        let doomed = terminated.lock().excess(threshold);
+        if doomed.is_empty() {
+            continue;
+        }
+        tracing::info!(pods = doomed.len(), "garbage collecting terminated pods");
+        for p in doomed {
+            collect(&ctx, &p).await;
+        }
+    }
+}
+
+/// The first beat (`start` plus a whole number of periods) at or after
+/// `now`, and after `last`.
+fn next_beat(start: Instant, now: Instant, last: Option<Instant>) -> Instant {
+    let period = CHECK_PERIOD.as_nanos();
+    let beats = now
+        .saturating_duration_since(start)
+        .as_nanos()
+        .div_ceil(period);
+    let mut at = start + Duration::from_nanos((beats * period).min(u64::MAX as u128) as u64);
+    if last.is_some_and(|l| at <= l) {
+        at += CHECK_PERIOD;
+    }
+    at
+}
+
+/// Deletes the pod at once (marking it Failed first unless it is in a
+/// terminal phase), as upstream's `markFailedAndDeletePod` does.
+async fn collect(ctx: &Context, p: &Place) {
+    let pods = ResourceRef::core("pods");
+    let Some(pod) = ctx.informers.get(&pods).cache().get(&p.namespace, &p.name) else {
+        return;
+    };
+    if !matches!(phase(&pod), "Succeeded" | "Failed") {
+        let body = json!({"status": {"phase": "Failed"}})
+            .to_string()
+            .into_bytes();
+        let marked = ctx
+            .api
+            .patch(
+                &pods,
+                &p.namespace,
+                &p.name,
+                PatchType::Merge,
+                body,
+                Some("status"),
+                &WriteOptions::default(),
+            )
+            .await;
+        if let Err(e) = marked {
+            if e.code != 404 {
+                tracing::warn!(pod = %p.name, error = %e.message, "marking a pod Failed");
+            }
+            return;
+        }
+    }
+    let now = DeleteOptions {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    if let Err(e) = ctx.api.delete(&pods, &p.namespace, &p.name, &now).await {
+        if e.code != 404 {
+            tracing::warn!(pod = %p.name, error = %e.message, "deleting a terminated pod");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, created: &str, phase: &str, reason: Option<&str>) -> Value {
+        let mut p = json!({"metadata": {"name": name, "namespace": "ns", "creationTimestamp": created},
+            "status": {"phase": phase}});
+        if let Some(r) = reason {
+            p["status"]["reason"] = json!(r);
+        }
+        p
+    }
+
+    #[test]
+    fn evicted_pods_go_first_then_the_oldest_then_by_name() {
+        let mut t = Terminated::default();
+        for p in [
+            pod("c", "2026-01-01T00:00:02Z", "Succeeded", None),
+            pod("b", "2026-01-01T00:00:01Z", "Failed", None),
+            pod("a", "2026-01-01T00:00:01Z", "Succeeded", None),
+            pod("z", "2026-01-01T00:00:09Z", "Failed", Some("Evicted")),
+            pod("r", "2026-01-01T00:00:00Z", "Running", None),
+            pod("n", "2026-01-01T00:00:00Z", "", None),
+        ] {
+            t.set(ObjectKey::of(&p), Place::of(&p));
+        }
+        let names = |v: Vec<Place>| v.into_iter().map(|p| p.name).collect::<Vec<_>>();
+        // Running is not terminated; no phase at all is.
+        assert_eq!(t.by_key.len(), 5);
+        assert_eq!(names(t.excess(2)), ["z", "n", "a"]);
+        assert_eq!(names(t.excess(5)), Vec::<String>::new());
+        // A pod that changes takes its new place; a deleted one leaves.
+        let b = pod("b", "2026-01-01T00:00:01Z", "Failed", Some("Evicted"));
+        t.set(ObjectKey::of(&b), Place::of(&b));
+        let z = pod("z", "2026-01-01T00:00:09Z", "Failed", Some("Evicted"));
+        t.set(ObjectKey::of(&z), None);
+        assert_eq!(names(t.excess(1)), ["b", "n", "a"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn passes_run_on_the_beat_and_once_per_beat() {
+        let start = Instant::now();
+        let s = |secs: u64| start + Duration::from_secs(secs);
+        assert_eq!(next_beat(start, start, None), start);
+        assert_eq!(next_beat(start, s(1), None), s(20));
+        assert_eq!(next_beat(start, s(20), None), s(20));
+        assert_eq!(next_beat(start, s(20), Some(s(20))), s(40));
+        assert_eq!(next_beat(start, s(41), Some(s(20))), s(60));
+    }
+}
