@@ -18,6 +18,7 @@ const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "k
 impl Server {
     /// Creates the system namespaces and the `kubernetes` service if missing.
     pub async fn bootstrap(&self) -> Result<(), kubesim_core::ApiError> {
+        self.lease_stored_events();
         let nsr = self.resource("", "v1", "namespaces")?;
         let caller = Caller {
             user_agent: "kube-apiserver".into(),

@@ -9,6 +9,7 @@ mod bootstrap;
 mod compaction;
 mod crd;
 pub mod delete;
+mod event_ttl;
 mod handoff;
 mod jwt;
 pub mod logs;
@@ -55,6 +56,8 @@ pub struct Server {
     /// Whether each namespace is terminating, by its revision: asked by
     /// every create.
     pub(crate) namespaces_deleting: peek::DeletingCache,
+    /// When each Event expires (see `event_ttl`).
+    pub(crate) event_ttl: event_ttl::EventTtl,
 }
 
 impl Server {
@@ -69,6 +72,7 @@ impl Server {
             handoff: handoff::Handoff::default(),
             compactor: compaction::Compactor::default(),
             namespaces_deleting: peek::DeletingCache::default(),
+            event_ttl: event_ttl::EventTtl::default(),
         });
         s.load_custom_resources();
         s

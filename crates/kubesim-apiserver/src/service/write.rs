@@ -854,6 +854,7 @@ impl Server {
         committed: &kubesim_store::Committed,
     ) -> Option<Value> {
         self.compact_if_due();
+        self.after_write_ttl(&resource.storage_key(), committed.event.as_deref());
         match handing {
             Handing::Copied(prepared) => {
                 if let Some(p) = prepared {
