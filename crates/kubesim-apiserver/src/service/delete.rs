@@ -141,7 +141,6 @@ impl Server {
                 }
             }
             let grace = grace_period(resource, &cur, opts);
-            let mut new = cur.clone();
             let mut finalizers = meta::finalizers(&cur);
             let extra = match policy.as_str() {
                 "Foreground" => Some(FOREGROUND),
@@ -179,6 +178,8 @@ impl Server {
                 let at = now
                     .checked_add(jiff::SignedDuration::from_secs(grace))
                     .unwrap_or(now);
+                // Copied only for a deletion that keeps the object a while.
+                let mut new = cur.clone();
                 {
                     let m = meta::metadata_mut(&mut new);
                     m.insert(
