@@ -69,12 +69,16 @@ pub struct Setup {
     pub builtin_scheduler: bool,
     /// Serve the API over HTTP, in lockstep with its clients.
     pub serve: Option<Serve>,
+    /// Terminated pods kept before the pod garbage collector deletes the
+    /// oldest (0: all are kept).
+    pub terminated_pod_gc_threshold: usize,
 }
 
 impl Setup {
     /// `nodes` with the built-in default scheduler, seed 1, no time
-    /// limit, no progress reports, the built-in stages and no HTTP,
-    /// starting at 2026-01-01T00:00:00Z.
+    /// limit, no progress reports, the built-in stages, no HTTP and
+    /// upstream's threshold of terminated pods, starting at
+    /// 2026-01-01T00:00:00Z.
     pub fn new(nodes: Vec<Value>) -> Setup {
         Setup {
             nodes,
@@ -86,6 +90,7 @@ impl Setup {
             stages: None,
             builtin_scheduler: true,
             serve: None,
+            terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
         }
     }
 }
@@ -183,7 +188,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         None,
         kubesim_controllers::Options {
             node_lifecycle: false,
-            ..Default::default()
+            terminated_pod_gc_threshold: setup.terminated_pod_gc_threshold,
         },
     ));
     if setup.builtin_scheduler {

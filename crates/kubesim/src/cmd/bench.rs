@@ -51,6 +51,10 @@ pub struct BenchArgs {
     /// are `--jobs` jobs; SWF processors are capped at a node's 16 cpus.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+    /// `simulate`: terminated pods kept before the pod garbage collector
+    /// deletes the oldest (0 keeps them all).
+    #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]
+    pub terminated_pod_gc_threshold: usize,
     /// `load`: actions per second the runner is asked for.
     #[arg(long, default_value_t = 5_000.0)]
     pub qps: f64,

@@ -74,7 +74,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         &cluster::uniform(args.nodes as u32, &NODE_CPUS.to_string(), "64Gi")
             .map_err(|e| anyhow::anyhow!(e))?,
     );
-    let setup = Setup::new(nodes);
+    let mut setup = Setup::new(nodes);
+    setup.terminated_pod_gc_threshold = args.terminated_pod_gc_threshold;
     let wall = Clock::wall();
     let (t0, cpu0) = (wall.instant(), cpu_seconds("self"));
     let run = simulate(setup, jobs)?;

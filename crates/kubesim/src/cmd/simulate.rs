@@ -62,6 +62,11 @@ pub struct SimulateArgs {
     /// delays); jobs still finish after their run time. Repeatable.
     #[arg(long, value_name = "FILE")]
     pub stages: Vec<PathBuf>,
+    /// Terminated pods kept before the pod garbage collector deletes the
+    /// oldest, as kube-controller-manager's flag of the same name (0 keeps
+    /// them all: faster, with memory growing with the jobs).
+    #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]
+    pub terminated_pod_gc_threshold: usize,
     #[command(flatten)]
     pub serve: super::simulate_serve::ServeArgs,
 }
@@ -194,6 +199,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         stages,
         builtin_scheduler,
         serve,
+        terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
     };
     let n_jobs = jobs.len();
     let wall = Clock::wall();
