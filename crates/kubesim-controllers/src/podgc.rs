@@ -253,7 +253,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn passes_run_on_the_beat_and_once_per_beat() {
-        let start = Instant::now();
+        let clock = kubesim_runtime::Clock::simulated(jiff::Timestamp::UNIX_EPOCH);
+        let start = clock.instant();
         let s = |secs: u64| start + Duration::from_secs(secs);
         assert_eq!(next_beat(start, start, None), start);
         assert_eq!(next_beat(start, s(1), None), s(20));

@@ -52,11 +52,11 @@ impl Leases {
 }
 
 impl Server {
-    /// After a commit to `resource` (a storage key): an Event written gets
-    /// a fresh hour, one deleted needs none; then the expired Events go.
-    pub(crate) fn after_write_ttl(&self, resource: &str, event: Option<&kubesim_store::Event>) {
+    /// After a commit of `event`: an Event written gets a fresh hour, one
+    /// deleted needs none; then the expired Events go.
+    pub(crate) fn after_write_ttl(&self, event: Option<&kubesim_store::Event>) {
         let now = self.clock.instant();
-        if let (EVENTS, Some(ev)) = (resource, event) {
+        if let Some(ev) = event.filter(|ev| &*ev.resource == EVENTS) {
             let mut leases = self.event_ttl.inner.lock();
             leases.forget(&ev.key);
             if ev.kind != EventType::Deleted {

@@ -854,7 +854,8 @@ impl Server {
         committed: &kubesim_store::Committed,
     ) -> Option<Value> {
         self.compact_if_due();
-        self.after_write_ttl(&resource.storage_key(), committed.event.as_deref());
+        // The commit's event names its storage resource: no key to build.
+        self.after_write_ttl(committed.event.as_deref());
         match handing {
             Handing::Copied(prepared) => {
                 if let Some(p) = prepared {
