@@ -285,6 +285,7 @@ impl GarbageCollector {
         let opts = DeleteOptions {
             propagation_policy: Some(policy.into()),
             precondition_uid: Some(uid.into()),
+            status_only: true,
             ..Default::default()
         };
         match self

@@ -193,10 +193,7 @@ async fn collect(ctx: &Context, p: &Place, terminal: bool) {
             return;
         }
     }
-    let now = DeleteOptions {
-        grace_period_seconds: Some(0),
-        ..Default::default()
-    };
+    let now = DeleteOptions::now_status_only();
     if let Err(e) = ctx.api.delete(&pods, &p.namespace, &p.name, &now).await {
         if e.code != 404 {
             tracing::warn!(pod = %p.name, error = %e.message, "deleting a terminated pod");

@@ -374,6 +374,7 @@ pub(crate) async fn create_in_batches(
 pub(crate) async fn delete_pod(api: &dyn Api, pod: &Value) -> Result<(), ApiError> {
     let opts = DeleteOptions {
         precondition_uid: Some(meta::uid(pod).to_string()),
+        status_only: true,
         ..Default::default()
     };
     match api

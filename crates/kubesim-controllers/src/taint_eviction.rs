@@ -183,6 +183,7 @@ async fn evict(ctx: &Context, pod: &Value) -> Result<Requeue, ApiError> {
     );
     let opts = DeleteOptions {
         precondition_uid: Some(meta::uid(pod).to_string()),
+        status_only: true,
         ..Default::default()
     };
     match ctx

@@ -85,6 +85,24 @@ pub struct DeleteOptions {
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
     pub dry_run: bool,
+    /// In process only (never sent over HTTP): the caller reads nothing of
+    /// the answer, so the server may answer a delete with a Success Status
+    /// where it would return the deleted object, and hand the object's
+    /// final state to its watchers rather than copy it. A remote server
+    /// answers in full.
+    pub status_only: bool,
+}
+
+impl DeleteOptions {
+    /// A deletion without grace, for a caller that reads nothing of the
+    /// answer (see [`status_only`](Self::status_only)).
+    pub fn now_status_only() -> Self {
+        DeleteOptions {
+            grace_period_seconds: Some(0),
+            status_only: true,
+            ..Default::default()
+        }
+    }
 }
 
 /// A watch event as components see it.

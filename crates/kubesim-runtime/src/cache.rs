@@ -488,14 +488,13 @@ impl Cache {
         }
     }
 
-    /// Drops the object `obj` names; the change to report, with the last
-    /// known state.
+    /// Drops the object `obj` names; the change to report carries `obj`,
+    /// the final state the deletion's event gives, as client-go's informers
+    /// report it (rather than parsing the cached bytes again).
     pub(crate) fn delete(&self, obj: Value) -> Change {
         let key = ObjectKey::of(&obj);
-        match self.inner.write().remove(&key) {
-            Some(old) => Change::Deleted(old.parse(self.shape)),
-            None => Change::Deleted(Arc::new(strip(obj))),
-        }
+        let _gone = self.inner.write().remove(&key);
+        Change::Deleted(Arc::new(strip(obj)))
     }
 
     /// Makes the cache hold exactly `objects`; the changes, in key order

@@ -26,6 +26,12 @@ fn returns_object(resource: &ResourceInfo) -> bool {
             && matches!(resource.plural.as_str(), "pods" | "services" | "namespaces"))
 }
 
+/// Whether the work after a deletion of `resource` reads the deleted
+/// object: a definition's custom objects go with it.
+fn reads_deleted(resource: &ResourceInfo) -> bool {
+    resource.group == "apiextensions.k8s.io" && resource.plural == "customresourcedefinitions"
+}
+
 fn success_status(resource: &ResourceInfo, obj: &Value) -> Value {
     let mut details =
         json!({"name": meta::name(obj), "kind": resource.plural, "uid": meta::uid(obj)});
@@ -126,7 +132,7 @@ impl Server {
         let policy = policy(resource, opts)?;
         for _ in 0..16 {
             let rec = self.get_record(resource, ns, name)?;
-            let cur = super::decode(&rec)?;
+            let mut cur = super::decode(&rec)?;
             if let Some(uid) = opts.precondition_uid.as_deref() {
                 if uid != meta::uid(&cur) {
                     return Err(ApiError::conflict(&resource.plural, &resource.group, name, &format!(
@@ -230,19 +236,31 @@ impl Server {
                     code: 200,
                 });
             }
+            // The final state goes to the watchers uncopied; `cur` is kept
+            // only when the answer or the work after the deletion reads it.
+            let answer_object = returns_object(resource) && !opts.status_only;
+            let status = (!answer_object).then(|| success_status(resource, &cur));
+            let final_state = if answer_object || reads_deleted(resource) {
+                cur.clone()
+            } else {
+                std::mem::take(&mut cur)
+            };
             let Some((_, rev)) =
-                // The answer is built from `cur`: the final state goes to the
-                // watchers uncopied.
-                self.commit_if_unchanged(resource, ns, name, &rec, cur.clone(), true, false)?
+                self.commit_if_unchanged(resource, ns, name, &rec, final_state, true, false)?
             else {
                 continue;
             };
             self.store.wait_durable(rev).await.map_err(store_error)?;
             self.after_delete(resource, &cur);
-            return Ok(DeleteResult {
-                body: self.deleted_body(resource, &cur, rev),
-                code: 200,
-            });
+            let body = match status {
+                Some(s) => s,
+                None => {
+                    meta::metadata_mut(&mut cur)
+                        .insert("resourceVersion".into(), Value::String(rev.to_string()));
+                    cur
+                }
+            };
+            return Ok(DeleteResult { body, code: 200 });
         }
         Err(ApiError::conflict(
             &resource.plural,
@@ -263,11 +281,9 @@ impl Server {
         }
     }
 
-    /// Work after an object is gone for good.
+    /// Work after an object is gone for good (see [`reads_deleted`]).
     fn after_delete(&self, resource: &ResourceInfo, obj: &Value) {
-        if resource.group == "apiextensions.k8s.io"
-            && resource.plural == "customresourcedefinitions"
-        {
+        if reads_deleted(resource) {
             // The custom objects go with their definition.
             for r in super::crd::crd_resources(obj) {
                 let key = r.storage_key();

@@ -745,6 +745,7 @@ impl JobController {
             let name = meta::name(p);
             let opts = DeleteOptions {
                 precondition_uid: Some(meta::uid(p).to_string()),
+                status_only: true,
                 ..Default::default()
             };
             match self

@@ -103,10 +103,7 @@ impl Steps<'_> {
                     }
                 }
                 Step::Delete => {
-                    let o = DeleteOptions {
-                        grace_period_seconds: Some(0),
-                        ..Default::default()
-                    };
+                    let o = DeleteOptions::now_status_only();
                     let r = &self.target.resource;
                     match self
                         .api
