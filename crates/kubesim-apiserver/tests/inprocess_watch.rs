@@ -176,8 +176,30 @@ async fn watchers_see_what_decoding_gives(version_only: bool) {
         grace_period_seconds: Some(0),
         ..Default::default()
     };
-    api.delete(&pods, "default", "p", &now).await.unwrap();
-    api.delete(&pods, "default", "q", &now).await.unwrap();
+    // A pod's delete answers with the pod at the deletion's revision,
+    // unless the caller reads nothing of the answer: then a Status. The
+    // watchers get the final state either way (checked below).
+    let p = api.delete(&pods, "default", "p", &now).await.unwrap();
+    assert_eq!(
+        (p["kind"].as_str(), kubesim_core::meta::name(&p)),
+        (Some("Pod"), "p")
+    );
+    assert_eq!(
+        p["metadata"]["resourceVersion"],
+        json!(server.store.current_rev().to_string())
+    );
+    let q = api
+        .delete(&pods, "default", "q", &DeleteOptions::now_status_only())
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            q["kind"].as_str(),
+            q["status"].as_str(),
+            &q["details"]["name"]
+        ),
+        (Some("Status"), Some("Success"), &json!("q"))
+    );
     const EVENTS: usize = 8;
 
     for (shape, s) in &mut streams {

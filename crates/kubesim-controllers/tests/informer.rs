@@ -51,9 +51,14 @@ async fn informer_lists_then_follows_changes() {
     let inf = informers.get(&r);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
+    let deleted_at = Arc::new(Mutex::new(Vec::new()));
+    let d = deleted_at.clone();
     inf.on_change(move |c| {
         if meta::namespace(c.object()) == "default" {
-            s.lock().push(describe(c))
+            s.lock().push(describe(c));
+            if let Change::Deleted(o) = c {
+                d.lock().push(meta::resource_version(o).to_string());
+            }
         }
     });
     let running = tokio::spawn({
@@ -66,11 +71,18 @@ async fn informer_lists_then_follows_changes() {
     let mut c1 = api.get(&r, "default", "c1").await.unwrap();
     c1["data"]["v"] = json!("2");
     api.update(&r, "default", c1, None, &w).await.unwrap();
+    let c2 = api.get(&r, "default", "c2").await.unwrap();
     api.delete(&r, "default", "c2", &DeleteOptions::default())
         .await
         .unwrap();
-    api.create(&r, "default", cm("c3", "1"), &w).await.unwrap();
+    let c3 = api.create(&r, "default", cm("c3", "1"), &w).await.unwrap();
     clock.sleep(Duration::from_millis(100)).await;
+    // A deletion is reported with the final state its event carries, at
+    // the deletion's revision (the write just before c3's), as client-go
+    // reports it, not with the state last cached.
+    let rv = |o: &Value| meta::resource_version(o).parse::<u64>().unwrap();
+    assert!(rv(&c2) < rv(&c3) - 1);
+    assert_eq!(*deleted_at.lock(), [(rv(&c3) - 1).to_string()]);
 
     assert_eq!(
         *seen.lock(),
