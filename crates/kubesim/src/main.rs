@@ -16,9 +16,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 // environment variable still overrides them). Each thread keeps up to 1,024
 // freed objects of a small size for its next allocations instead of about
 // 200: a write frees a whole tree of small maps and strings and the next
-// one builds another, so the smaller cache went back to the arena on
-// nearly every write (about 4 % of a simulation's time; README,
-// Performance).
+// one builds another, and with the smaller cache, refilling it from the
+// arena and flushing it back took about 4 % of a simulation's time
+// (README, Performance).
 #[export_name = "_rjem_malloc_conf"]
 static MALLOC_CONF: &[u8; 52] = b"lg_tcache_nslots_mul:3,tcache_nslots_small_max:1024\0";
 
