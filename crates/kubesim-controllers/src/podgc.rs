@@ -18,12 +18,14 @@ use std::time::Duration;
 
 use kubesim_core::meta;
 use kubesim_core::patch::PatchType;
-use kubesim_runtime::{Change, DeleteOptions, ObjectKey, ResourceRef, WriteOptions};
+use kubesim_runtime::{Change, DeleteOptions, KeyParts, ObjectKey, WriteOptions};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::pods::phase;
+use crate::replicaset::pods_ref;
 use crate::Context;
 
 /// kube-controller-manager's default `--terminated-pod-gc-threshold`.
@@ -65,12 +67,6 @@ impl Place {
     }
 }
 
-fn phase(pod: &Value) -> &str {
-    meta::path(pod, "status.phase")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
 /// The terminated pods, by key and in deletion order, each with whether
 /// its phase is a terminal one (Succeeded or Failed).
 #[derive(Default)]
@@ -80,13 +76,17 @@ struct Terminated {
 }
 
 impl Terminated {
-    fn set(&mut self, key: ObjectKey, place: Option<(Place, bool)>) {
-        if let Some(old) = self.by_key.remove(&key) {
+    /// Puts `pod` at `place` (None: it has not terminated, or is gone).
+    /// Most changes are of pods that have not terminated: those are looked
+    /// up by borrowed name, without building a key.
+    fn set(&mut self, pod: &Value, place: Option<(Place, bool)>) {
+        let parts = (meta::namespace(pod), meta::name(pod));
+        if let Some(old) = self.by_key.remove(&parts as &dyn KeyParts) {
             self.ordered.remove(&old);
         }
         if let Some((p, terminal)) = place {
             self.ordered.insert(p.clone(), terminal);
-            self.by_key.insert(key, p);
+            self.by_key.insert(ObjectKey::of(pod), p);
         }
     }
 
@@ -107,7 +107,7 @@ pub async fn run(ctx: Arc<Context>, threshold: usize) {
     if threshold == 0 {
         return;
     }
-    let pods = ctx.informers.get(&ResourceRef::core("pods"));
+    let pods = ctx.informers.get(&pods_ref());
     let terminated: Arc<Mutex<Terminated>> = Arc::default();
     let over = Arc::new(Notify::new());
     {
@@ -119,7 +119,7 @@ pub async fn run(ctx: Arc<Context>, threshold: usize) {
                 _ => Place::of(pod),
             };
             let mut t = terminated.lock();
-            t.set(ObjectKey::of(pod), place);
+            t.set(pod, place);
             if t.by_key.len() > threshold {
                 over.notify_one();
             }
@@ -169,19 +169,16 @@ fn next_beat(start: Instant, now: Instant, last: Option<Instant>) -> Instant {
 /// Deletes the pod at once (marking it Failed first unless it is in a
 /// terminal phase), as upstream's `markFailedAndDeletePod` does.
 async fn collect(ctx: &Context, p: &Place, terminal: bool) {
-    let pods = ResourceRef::core("pods");
+    let pods = pods_ref();
     if !terminal {
-        let body = json!({"status": {"phase": "Failed"}})
-            .to_string()
-            .into_bytes();
         let marked = ctx
             .api
-            .patch(
+            .patch_value(
                 &pods,
                 &p.namespace,
                 &p.name,
                 PatchType::Merge,
-                body,
+                json!({"status": {"phase": "Failed"}}),
                 Some("status"),
                 &WriteOptions::default(),
             )
@@ -225,7 +222,7 @@ mod tests {
             pod("r", "2026-01-01T00:00:00Z", "Running", None),
             pod("n", "2026-01-01T00:00:00Z", "", None),
         ] {
-            t.set(ObjectKey::of(&p), Place::of(&p));
+            t.set(&p, Place::of(&p));
         }
         let names = |v: Vec<(Place, bool)>| v.into_iter().map(|(p, _)| p.name).collect::<Vec<_>>();
         // Running is not terminated; no phase at all is.
@@ -242,9 +239,9 @@ mod tests {
         assert_eq!(unmarked, ["n"]);
         // A pod that changes takes its new place; a deleted one leaves.
         let b = pod("b", "2026-01-01T00:00:01Z", "Failed", Some("Evicted"));
-        t.set(ObjectKey::of(&b), Place::of(&b));
+        t.set(&b, Place::of(&b));
         let z = pod("z", "2026-01-01T00:00:09Z", "Failed", Some("Evicted"));
-        t.set(ObjectKey::of(&z), None);
+        t.set(&z, None);
         assert_eq!(names(t.excess(1)), ["b", "n", "a"]);
     }
 

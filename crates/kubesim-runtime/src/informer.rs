@@ -44,9 +44,10 @@ impl ObjectKey {
 }
 
 /// A key seen as its two parts, so that maps keyed by [`ObjectKey`] can be
-/// searched with borrowed strings: lookups by name are on the paths of
-/// nearly every change, and building a key allocated its strings each time.
-pub(crate) trait KeyParts {
+/// searched with borrowed strings (`&(namespace, name) as &dyn KeyParts`):
+/// lookups by name are on the paths of nearly every change, and building a
+/// key allocated its strings each time.
+pub trait KeyParts {
     fn parts(&self) -> (&str, &str);
 }
 

@@ -229,14 +229,7 @@ fn finished_pods_beyond_the_gc_threshold_are_deleted_oldest_first() {
         // times (whole seconds) order them.
         c.wait_for(&format!("{name} Succeeded"), || phase(name) == "Succeeded");
     }
-    let names = || {
-        let mut n: Vec<String> = c
-            .items(&["get", "pods"])
-            .iter()
-            .map(|p| p["metadata"]["name"].as_str().unwrap_or("").to_string())
-            .collect();
-        n.sort();
-        n
-    };
-    c.wait_for("the two oldest collected", || names() == ["third"]);
+    c.wait_for("the two oldest collected", || {
+        c.names(&["get", "pods"]) == ["third"]
+    });
 }

@@ -34,13 +34,7 @@ spec:
 
 /// The claims' names, sorted (those being deleted left out).
 fn claims(c: &Cluster) -> Vec<String> {
-    let mut v: Vec<String> = c
-        .items(&["get", "pvc"])
-        .iter()
-        .map(|p| p["metadata"]["name"].as_str().unwrap_or("").to_string())
-        .collect();
-    v.sort();
-    v
+    c.names(&["get", "pvc"])
 }
 
 fn claim(c: &Cluster, name: &str) -> Value {
@@ -49,13 +43,7 @@ fn claim(c: &Cluster, name: &str) -> Value {
 
 /// The set's live pods' names, sorted.
 fn pods(c: &Cluster) -> Vec<String> {
-    let mut v: Vec<String> = c
-        .items(&["get", "pods", "-l", "app=web"])
-        .iter()
-        .map(|p| p["metadata"]["name"].as_str().unwrap_or("").to_string())
-        .collect();
-    v.sort();
-    v
+    c.names(&["get", "pods", "-l", "app=web"])
 }
 
 /// Scales the set and waits until exactly `want` pods run and the status

@@ -32,6 +32,16 @@ fn reads_deleted(resource: &ResourceInfo) -> bool {
     resource.group == "apiextensions.k8s.io" && resource.plural == "customresourcedefinitions"
 }
 
+/// What a delete answers once the object is gone: the object at the
+/// deletion's revision, or a Status (see [`returns_object`]).
+fn deleted_body(resource: &ResourceInfo, obj: Value, rev: u64) -> Value {
+    if returns_object(resource) {
+        super::at_revision(obj, rev)
+    } else {
+        success_status(resource, &obj)
+    }
+}
+
 fn success_status(resource: &ResourceInfo, obj: &Value) -> Value {
     let mut details =
         json!({"name": meta::name(obj), "kind": resource.plural, "uid": meta::uid(obj)});
@@ -221,7 +231,7 @@ impl Server {
                             None => {
                                 self.after_delete(resource, &cur);
                                 DeleteResult {
-                                    body: self.deleted_body(resource, &cur, rev),
+                                    body: deleted_body(resource, cur, rev),
                                     code: 200,
                                 }
                             }
@@ -232,7 +242,7 @@ impl Server {
             }
             if opts.dry_run {
                 return Ok(DeleteResult {
-                    body: self.deleted_body(resource, &cur, rec.rev),
+                    body: deleted_body(resource, cur, rec.rev),
                     code: 200,
                 });
             }
@@ -252,15 +262,10 @@ impl Server {
             };
             self.store.wait_durable(rev).await.map_err(store_error)?;
             self.after_delete(resource, &cur);
-            let body = match status {
-                Some(s) => s,
-                None => {
-                    meta::metadata_mut(&mut cur)
-                        .insert("resourceVersion".into(), Value::String(rev.to_string()));
-                    cur
-                }
-            };
-            return Ok(DeleteResult { body, code: 200 });
+            return Ok(DeleteResult {
+                body: status.unwrap_or_else(|| super::at_revision(cur, rev)),
+                code: 200,
+            });
         }
         Err(ApiError::conflict(
             &resource.plural,
@@ -268,17 +273,6 @@ impl Server {
             name,
             "too many concurrent updates; please try again",
         ))
-    }
-
-    fn deleted_body(&self, resource: &ResourceInfo, obj: &Value, rev: u64) -> Value {
-        if returns_object(resource) {
-            let mut o = obj.clone();
-            meta::metadata_mut(&mut o)
-                .insert("resourceVersion".into(), Value::String(rev.to_string()));
-            o
-        } else {
-            success_status(resource, obj)
-        }
     }
 
     /// Work after an object is gone for good (see [`reads_deleted`]).

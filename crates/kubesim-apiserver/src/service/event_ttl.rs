@@ -12,13 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kubesim_core::meta;
 use kubesim_store::{EventType, WriteOp};
 use parking_lot::Mutex;
-use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{encode, Server};
+use super::{at_revision, decode, encode, Server};
 
 /// kube-apiserver's default `--event-ttl`.
 pub(crate) const EVENT_TTL: Duration = Duration::from_secs(60 * 60);
@@ -104,14 +102,10 @@ impl Server {
     /// `rev`, leaving it with the deletion's revision as its final state.
     fn expire(&self, key: &str, rev: u64) {
         let written = self.store.write(EVENTS, key, &mut |cur, at| match cur {
-            Some(c) if c.rev == rev => match serde_json::from_slice::<Value>(&c.bytes) {
-                Ok(mut obj) => {
-                    meta::metadata_mut(&mut obj)
-                        .insert("resourceVersion".into(), Value::String(at.to_string()));
-                    WriteOp::Delete {
-                        bytes: encode(&obj),
-                    }
-                }
+            Some(c) if c.rev == rev => match decode(c) {
+                Ok(obj) => WriteOp::Delete {
+                    bytes: encode(&at_revision(obj, at)),
+                },
                 Err(_) => WriteOp::Abort,
             },
             _ => WriteOp::Abort,

@@ -125,6 +125,19 @@ pub fn namespace_prefix(resource: &ResourceInfo, ns: &str) -> String {
     }
 }
 
+/// Sets `obj`'s `metadata.resourceVersion` to `rev` (in place when it has
+/// one, so the key keeps its position).
+pub(crate) fn stamp_revision(obj: &mut Value, rev: u64) {
+    kubesim_core::meta::metadata_mut(obj)
+        .insert("resourceVersion".into(), Value::String(rev.to_string()));
+}
+
+/// `obj` stamped with `rev` (see [`stamp_revision`]).
+pub(crate) fn at_revision(mut obj: Value, rev: u64) -> Value {
+    stamp_revision(&mut obj, rev);
+    obj
+}
+
 pub(crate) fn decode(rec: &Record) -> Result<Value, ApiError> {
     serde_json::from_slice(&rec.bytes)
         .map_err(|e| ApiError::internal(format!("stored object is corrupt: {e}")))

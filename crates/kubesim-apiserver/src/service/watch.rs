@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kubesim_core::{convert, meta, ApiError, Cause, ResourceInfo};
+use kubesim_core::{convert, ApiError, Cause, ResourceInfo};
 use kubesim_runtime::decode::Decode;
 use kubesim_runtime::ListOptions;
 use kubesim_store::{Event, EventType};
@@ -311,9 +311,7 @@ fn translate(
                 // The object left the selection: the client sees its last
                 // matching state, at the revision where it left.
                 let prev = ev.prev.as_ref()?;
-                let mut v: Value = serde_json::from_slice(&prev.bytes).ok()?;
-                meta::metadata_mut(&mut v)
-                    .insert("resourceVersion".into(), Value::String(ev.rev.to_string()));
+                let v = super::at_revision(serde_json::from_slice(&prev.bytes).ok()?, ev.rev);
                 ("DELETED", encode(&v), None)
             }
             (false, false) => return None,

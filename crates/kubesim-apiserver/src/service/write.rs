@@ -376,8 +376,7 @@ impl Server {
                     exists = true;
                     return WriteOp::Abort;
                 }
-                meta::metadata_mut(&mut obj)
-                    .insert("resourceVersion".into(), Value::String(rev.to_string()));
+                super::stamp_revision(&mut obj, rev);
                 WriteOp::Put {
                     bytes: encode(&obj),
                     attrs: attrs.take().unwrap_or_default(),
@@ -650,12 +649,7 @@ impl Server {
                     let obj = match obj {
                         Some(o) => o,
                         // The write removed the object (last finalizer gone).
-                        None => {
-                            let mut o = cur.clone();
-                            meta::metadata_mut(&mut o)
-                                .insert("resourceVersion".into(), Value::String(rev.to_string()));
-                            o
-                        }
+                        None => super::at_revision(cur, rev),
                     };
                     return Ok(WriteResult {
                         obj,
@@ -927,8 +921,7 @@ impl Server {
                             return WriteOp::Abort;
                         }
                     }
-                    meta::metadata_mut(&mut new)
-                        .insert("resourceVersion".into(), Value::String(rev.to_string()));
+                    super::stamp_revision(&mut new, rev);
                     if remove {
                         WriteOp::Delete {
                             bytes: encode(&new),

@@ -144,6 +144,17 @@ impl Cluster {
             .collect()
     }
 
+    /// The names of [`items`](Self::items), sorted.
+    pub fn names(&self, args: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .items(args)
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap_or("").to_string())
+            .collect();
+        v.sort();
+        v
+    }
+
     /// Polls `cond` (up to 300 times, 200 ms apart) until it holds.
     pub fn wait_for(&self, what: &str, cond: impl Fn() -> bool) {
         self.eventually(what, 300, Duration::from_millis(200), || {
