@@ -9,6 +9,7 @@
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// What of an object's serialized JSON a consumer keeps. A transport that
@@ -46,6 +47,18 @@ pub fn metadata_only(json: &[u8]) -> serde_json::Result<Value> {
     decode(json, Keep::Head)
 }
 
+/// The whole object with `metadata.managedFields` left as its JSON text:
+/// the value holds `null` in the list's place, and the text comes apart
+/// (None when the object has no list). A write that does not read the
+/// entries carries the text over instead of building the list and
+/// serializing it again; the list is two fifths of a pod's JSON and most
+/// of the maps its decoding builds.
+pub fn managed_fields_apart(json: &[u8]) -> serde_json::Result<(Value, Option<Box<RawValue>>)> {
+    let mut raw = None;
+    let v = decode_with(json, Keep::All, Some(&mut raw))?;
+    Ok((v, raw))
+}
+
 #[derive(Clone, Copy)]
 enum Keep {
     All,
@@ -53,8 +66,16 @@ enum Keep {
 }
 
 fn decode(json: &[u8], keep: Keep) -> serde_json::Result<Value> {
+    decode_with(json, keep, None)
+}
+
+fn decode_with(
+    json: &[u8],
+    keep: Keep,
+    raw: Option<&mut Option<Box<RawValue>>>,
+) -> serde_json::Result<Value> {
     let mut de = serde_json::Deserializer::from_slice(json);
-    let v = match (Top { keep }).deserialize(&mut de) {
+    let v = match (Top { keep, raw }).deserialize(&mut de) {
         Ok(v) => v,
         // Not an object: decoded in full, as before.
         Err(_) => return serde_json::from_slice(json),
@@ -63,12 +84,13 @@ fn decode(json: &[u8], keep: Keep) -> serde_json::Result<Value> {
     Ok(v)
 }
 
-/// The top-level object.
-struct Top {
+/// The top-level object; with `raw`, managedFields is kept as text there.
+struct Top<'r> {
     keep: Keep,
+    raw: Option<&'r mut Option<Box<RawValue>>>,
 }
 
-impl<'de> DeserializeSeed<'de> for Top {
+impl<'de> DeserializeSeed<'de> for Top<'_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
@@ -76,19 +98,21 @@ impl<'de> DeserializeSeed<'de> for Top {
     }
 }
 
-impl<'de> Visitor<'de> for Top {
+impl<'de> Visitor<'de> for Top<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             match (key.as_str(), self.keep) {
                 ("metadata", _) => {
-                    let v = map.next_value_seed(Metadata)?;
+                    let v = map.next_value_seed(Metadata {
+                        raw: self.raw.as_deref_mut(),
+                    })?;
                     out.insert(key, v);
                 }
                 (_, Keep::All) | ("apiVersion" | "kind", Keep::Head) => {
@@ -104,10 +128,13 @@ impl<'de> Visitor<'de> for Top {
     }
 }
 
-/// `metadata`, without `managedFields` when it is an object.
-struct Metadata;
+/// `metadata`, without `managedFields` when it is an object, or with its
+/// text put in `raw` and `null` in its place.
+struct Metadata<'r> {
+    raw: Option<&'r mut Option<Box<RawValue>>>,
+}
 
-impl<'de> DeserializeSeed<'de> for Metadata {
+impl<'de> DeserializeSeed<'de> for Metadata<'_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
@@ -115,28 +142,36 @@ impl<'de> DeserializeSeed<'de> for Metadata {
     }
 }
 
-impl<'de> Visitor<'de> for Metadata {
+impl<'de> Visitor<'de> for Metadata<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("object metadata")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if key == "managedFields" {
                 // A placeholder holds its place, so that removing it below
                 // moves the same key into it as removing the decoded list
-                // from a decoded map does (`Map::remove` swaps).
-                map.next_value::<IgnoredAny>()?;
+                // from a decoded map does (`Map::remove` swaps), and so
+                // that text kept apart goes back where it was.
+                match self.raw.as_deref_mut() {
+                    Some(raw) => *raw = Some(map.next_value::<Box<RawValue>>()?),
+                    None => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
                 out.insert(key, Value::Null);
             } else {
                 let v = map.next_value::<Value>()?;
                 out.insert(key, v);
             }
         }
-        out.remove("managedFields");
+        if self.raw.is_none() {
+            out.remove("managedFields");
+        }
         Ok(Value::Object(out))
     }
 

@@ -142,7 +142,13 @@ impl Server {
         let policy = policy(resource, opts)?;
         for _ in 0..16 {
             let rec = self.get_record(resource, ns, name)?;
-            let mut cur = super::decode(&rec)?;
+            let (mut cur, managed) = super::decode_apart(&rec)?;
+            let managed = managed.as_deref();
+            // What answers with the object has its managedFields back.
+            let whole = |mut obj: Value| {
+                super::restore_managed(&mut obj, managed);
+                obj
+            };
             if let Some(uid) = opts.precondition_uid.as_deref() {
                 if uid != meta::uid(&cur) {
                     return Err(ApiError::conflict(&resource.plural, &resource.group, name, &format!(
@@ -185,7 +191,7 @@ impl Server {
                     // Only a shorter grace period changes a deletion in progress.
                     if grace >= existing || (!finalizers.is_empty() && grace > 0) || ns_pending {
                         return Ok(DeleteResult {
-                            body: cur,
+                            body: whole(cur),
                             code: 200,
                         });
                     }
@@ -212,11 +218,11 @@ impl Server {
                 }
                 if opts.dry_run {
                     return Ok(DeleteResult {
-                        body: new,
+                        body: whole(new),
                         code: 200,
                     });
                 }
-                match self.commit_update(resource, ns, name, &rec, new, true)? {
+                match self.commit_update(resource, ns, name, &rec, new, managed, true)? {
                     Some((obj, rev)) => {
                         self.store.wait_durable(rev).await.map_err(store_error)?;
                         return Ok(match obj {
@@ -231,7 +237,7 @@ impl Server {
                             None => {
                                 self.after_delete(resource, &cur);
                                 DeleteResult {
-                                    body: deleted_body(resource, cur, rev),
+                                    body: deleted_body(resource, whole(cur), rev),
                                     code: 200,
                                 }
                             }
@@ -242,7 +248,7 @@ impl Server {
             }
             if opts.dry_run {
                 return Ok(DeleteResult {
-                    body: deleted_body(resource, cur, rec.rev),
+                    body: deleted_body(resource, whole(cur), rec.rev),
                     code: 200,
                 });
             }
@@ -255,15 +261,23 @@ impl Server {
             } else {
                 std::mem::take(&mut cur)
             };
-            let Some((_, rev)) =
-                self.commit_if_unchanged(resource, ns, name, &rec, final_state, true, false)?
+            let Some((_, rev)) = self.commit_if_unchanged(
+                resource,
+                ns,
+                name,
+                &rec,
+                final_state,
+                managed,
+                true,
+                false,
+            )?
             else {
                 continue;
             };
             self.store.wait_durable(rev).await.map_err(store_error)?;
             self.after_delete(resource, &cur);
             return Ok(DeleteResult {
-                body: status.unwrap_or_else(|| super::at_revision(cur, rev)),
+                body: status.unwrap_or_else(|| super::at_revision(whole(cur), rev)),
                 code: 200,
             });
         }

@@ -16,7 +16,7 @@ use kubesim_store::{EventType, WriteOp};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::{at_revision, decode, encode, Server};
+use super::{at_revision, decode_apart, encode_with, Server};
 
 /// kube-apiserver's default `--event-ttl`.
 pub(crate) const EVENT_TTL: Duration = Duration::from_secs(60 * 60);
@@ -102,9 +102,11 @@ impl Server {
     /// `rev`, leaving it with the deletion's revision as its final state.
     fn expire(&self, key: &str, rev: u64) {
         let written = self.store.write(EVENTS, key, &mut |cur, at| match cur {
-            Some(c) if c.rev == rev => match decode(c) {
-                Ok(obj) => WriteOp::Delete {
-                    bytes: encode(&at_revision(obj, at)),
+            // Nothing reads the Event's managedFields: they go back as
+            // they were stored.
+            Some(c) if c.rev == rev => match decode_apart(c) {
+                Ok((obj, managed)) => WriteOp::Delete {
+                    bytes: encode_with(&at_revision(obj, at), managed.as_deref()),
                 },
                 Err(_) => WriteOp::Abort,
             },

@@ -4,6 +4,7 @@
 //! call these functions, so a controller in the same process and kubectl
 //! across the network get exactly the same behaviour.
 
+mod apart;
 pub mod attrs;
 mod bootstrap;
 mod compaction;
@@ -30,8 +31,10 @@ use bytes::Bytes;
 use kubesim_core::{ApiError, Registry, ResourceInfo};
 use kubesim_runtime::{Clock, Rng};
 use kubesim_store::{Record, Store, StoreError};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+pub(crate) use apart::{decode_apart, restore_managed};
 pub use read::{ListResult, RvMatch};
 pub use watch::{WatchFrame, WatchRequest};
 
@@ -148,9 +151,15 @@ pub(crate) fn decode(rec: &Record) -> Result<Value, ApiError> {
 /// size: `Bytes` keeps a vector's whole allocation, and stored objects live
 /// long (a 2.5 KB pod would otherwise hold 4 KiB).
 pub(crate) fn encode(obj: &Value) -> Bytes {
+    encode_with(obj, None)
+}
+
+/// [`encode`], with `managed` (see `apart`) written where the object's
+/// `metadata.managedFields` holds its `null` placeholder.
+pub(crate) fn encode_with(obj: &Value, managed: Option<&RawValue>) -> Bytes {
     with_buffer(|buf| {
         let written = match obj {
-            Value::Object(m) => serde_json::to_writer(&mut *buf, &HeadFirst(m)),
+            Value::Object(m) => serde_json::to_writer(&mut *buf, &HeadFirst { m, managed }),
             _ => serde_json::to_writer(&mut *buf, obj),
         };
         match written {
@@ -194,16 +203,24 @@ pub(crate) const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
 /// An object serialized with its head keys first, the rest in order: the
 /// same bytes as a reordered copy of the map would give, without copying
 /// the object (every write of a pod serializes it).
-struct HeadFirst<'a>(&'a Map<String, Value>);
+struct HeadFirst<'a> {
+    m: &'a Map<String, Value>,
+    /// The managedFields text kept apart, if any.
+    managed: Option<&'a RawValue>,
+}
 
 impl serde::Serialize for HeadFirst<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let m = self.0;
+        let m = self.m;
         let mut out = s.serialize_map(Some(m.len()))?;
         for k in HEAD {
-            if let Some(v) = m.get(k) {
-                out.serialize_entry(k, v)?;
+            match (m.get(k), self.managed) {
+                (Some(Value::Object(md)), Some(managed)) if k == "metadata" => {
+                    out.serialize_entry(k, &apart::Rejoined { md, managed })?;
+                }
+                (Some(v), _) => out.serialize_entry(k, v)?,
+                (None, _) => {}
             }
         }
         for (k, v) in m.iter().filter(|(k, _)| !HEAD.contains(&k.as_str())) {

@@ -130,6 +130,7 @@ impl Server {
                 opts,
                 Some(&mgr),
                 false,
+                false,
                 &mut |cur| {
                     let scale = self.scale_of(resource, cur);
                     let new_scale = match &change {
@@ -194,7 +195,7 @@ impl Server {
         }
         for _ in 0..16 {
             let rec = self.get_record(&pods, ns, name)?;
-            let cur = super::decode(&rec)?;
+            let (cur, managed) = super::decode_apart(&rec)?;
             if meta::is_deleting(&cur) {
                 return Err(ApiError::conflict(
                     "pods",
@@ -231,7 +232,9 @@ impl Server {
             }
             set_condition(&mut new, "PodScheduled", "True", &self.now_string());
             // The answer is a Status: the pod goes to the watchers uncopied.
-            if let Some((_, rev)) = self.commit_update(&pods, ns, name, &rec, new, false)? {
+            if let Some((_, rev)) =
+                self.commit_update(&pods, ns, name, &rec, new, managed.as_deref(), false)?
+            {
                 self.store
                     .wait_durable(rev)
                     .await
@@ -395,6 +398,7 @@ impl Server {
             &WriteOptions::default(),
             None,
             false,
+            false,
             &mut |cur| {
                 if meta::uid(cur) != uid || allowed(cur) <= 0 {
                     return Err(refuse(cur));
@@ -439,6 +443,7 @@ impl Server {
                 Part::Main,
                 &opts,
                 Some(&mgr),
+                false,
                 false,
                 &mut |cur| {
                     let mut n = cur.clone();

@@ -7,9 +7,10 @@ use kubesim_core::patch::{self, PatchBody, PatchType};
 use kubesim_core::{defaults, meta, same, schema, validation, ApiError, Cause, ResourceInfo};
 use kubesim_runtime::{FieldValidation, WriteOptions};
 use kubesim_store::{Record, WriteOp};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::{attrs, encode, object_key, store_error, Caller, Server};
+use super::{attrs, encode, encode_with, object_key, store_error, Caller, Server};
 
 /// How many times an update without a client precondition is retried when a
 /// concurrent writer got there first.
@@ -445,6 +446,7 @@ impl Server {
                 opts,
                 Some(&mgr),
                 precondition,
+                false,
                 &mut |_cur| Ok(body.clone()),
             )
             .await?;
@@ -497,6 +499,7 @@ impl Server {
                 opts,
                 Some(&mgr),
                 false,
+                patch_reads_managed(kind, &body),
                 &mut |cur| {
                     let mut out = patch::apply_patch_body(kind, resource, cur, body)?;
                     self.check_type(resource, &mut out)?;
@@ -574,18 +577,37 @@ impl Server {
         }
         let mut r = self
             // Apply records its own managedFields entry.
-            .update_with(resource, ns, name, part, opts, None, false, &mut |cur| {
-                let mut out =
-                    patch::server_side_apply(resource, Some(cur), &applied, mgr, opts.force, &now)?;
-                self.check_type(resource, &mut out)?;
-                Ok(out)
-            })
+            .update_with(
+                resource,
+                ns,
+                name,
+                part,
+                opts,
+                None,
+                false,
+                true,
+                &mut |cur| {
+                    let mut out = patch::server_side_apply(
+                        resource,
+                        Some(cur),
+                        &applied,
+                        mgr,
+                        opts.force,
+                        &now,
+                    )?;
+                    self.check_type(resource, &mut out)?;
+                    Ok(out)
+                },
+            )
             .await?;
         r.warnings.extend(warnings);
         Ok(r)
     }
 
-    /// The read-modify-write loop shared by update and patch.
+    /// The read-modify-write loop shared by update and patch. Unless the
+    /// mutation `reads_managed`, it sees the current object with a `null`
+    /// placeholder for managedFields (see `apart`): proposing the
+    /// placeholder keeps the stored list, as proposing none does.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn update_with(
         &self,
@@ -596,6 +618,7 @@ impl Server {
         opts: &WriteOptions,
         mgr: Option<&str>,
         precondition: bool,
+        reads_managed: bool,
         mutate: &mut (dyn FnMut(&Value) -> Result<Value, ApiError> + Send),
     ) -> Result<WriteResult, ApiError> {
         if let Some(stored) = self.stored_as(resource) {
@@ -613,6 +636,7 @@ impl Server {
                 opts,
                 mgr,
                 precondition,
+                reads_managed,
                 &mut through,
             ))
             .await?;
@@ -621,14 +645,20 @@ impl Server {
         }
         for _ in 0..MAX_RETRIES {
             let rec = self.get_record(resource, ns, name)?;
-            let cur = super::decode(&rec)?;
+            let (mut cur, mut managed) = super::decode_apart(&rec)?;
+            if reads_managed {
+                super::restore_managed(&mut cur, managed.take().as_deref());
+            }
+            let managed = managed.as_deref();
             let proposed = mutate(&cur)?;
             let rv = meta::resource_version(&proposed);
             if !rv.is_empty() && rv != rec.rev.to_string() {
                 return Err(ApiError::stale(&resource.plural, &resource.group, name));
             }
-            let new = self.prepare_update(resource, ns, name, &cur, proposed, part, mgr)?;
+            let new =
+                self.prepare_update(resource, ns, name, &cur, managed, proposed, part, mgr)?;
             if same_object(&new, &cur) {
+                super::restore_managed(&mut cur, managed);
                 return Ok(WriteResult {
                     obj: cur,
                     created: false,
@@ -636,20 +666,26 @@ impl Server {
                 });
             }
             if opts.dry_run {
+                let mut new = new;
+                super::restore_managed(&mut new, managed);
                 return Ok(WriteResult {
                     obj: new,
                     created: false,
                     warnings: Vec::new(),
                 });
             }
-            match self.commit_update(resource, ns, name, &rec, new, keeps_answer(resource, opts))? {
+            let keep = keeps_answer(resource, opts);
+            match self.commit_update(resource, ns, name, &rec, new, managed, keep)? {
                 Some((obj, rev)) => {
                     self.store.wait_durable(rev).await.map_err(store_error)?;
                     self.after_commit(resource, obj.as_ref());
                     let obj = match obj {
                         Some(o) => o,
                         // The write removed the object (last finalizer gone).
-                        None => super::at_revision(cur, rev),
+                        None => {
+                            super::restore_managed(&mut cur, managed);
+                            super::at_revision(cur, rev)
+                        }
                     };
                     return Ok(WriteResult {
                         obj,
@@ -681,6 +717,7 @@ impl Server {
         ns: &str,
         name: &str,
         cur: &Value,
+        cur_managed: Option<&RawValue>,
         proposed: Value,
         part: Part,
         mgr: Option<&str>,
@@ -819,7 +856,7 @@ impl Server {
             } else {
                 None
             };
-            patch::track_update_if_changed(resource, cur, &mut new, mgr, sub, &now);
+            patch::track_update_if_changed(resource, cur, cur_managed, &mut new, mgr, sub, &now);
         }
         Ok(new)
     }
@@ -868,6 +905,7 @@ impl Server {
     /// Commits `new` if the object is still at `expected`'s revision.
     /// Returns None on a lost race; Some((None, rev)) when the write removed
     /// the object because its last finalizer went away.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn commit_update(
         &self,
         resource: &ResourceInfo,
@@ -875,20 +913,23 @@ impl Server {
         name: &str,
         expected: &Arc<Record>,
         new: Value,
+        managed: Option<&RawValue>,
         keep: bool,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
         let remove = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
             && grace_elapsed(&new)
             && !namespace_finalizers_pending(resource, &new);
-        self.commit_if_unchanged(resource, ns, name, expected, new, remove, keep)
+        self.commit_if_unchanged(resource, ns, name, expected, new, managed, remove, keep)
     }
 
     /// Stores `new` (or, with `remove`, deletes the object leaving `new` as
     /// its final state) if the object is still at `expected`'s revision;
     /// `new` is stamped with the write's revision. None on a lost race.
     /// Without `keep`, the caller gets [`version_stub`] instead of `new`,
-    /// which goes to the in-process watchers uncopied.
+    /// which goes to the in-process watchers uncopied. `managed` is the
+    /// managedFields text of an object decoded apart, written where `new`
+    /// still holds its placeholder and put back into the answer.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn commit_if_unchanged(
         &self,
@@ -897,6 +938,7 @@ impl Server {
         name: &str,
         expected: &Arc<Record>,
         mut new: Value,
+        managed: Option<&RawValue>,
         remove: bool,
         keep: bool,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
@@ -924,11 +966,11 @@ impl Server {
                     super::stamp_revision(&mut new, rev);
                     if remove {
                         WriteOp::Delete {
-                            bytes: encode(&new),
+                            bytes: encode_with(&new, managed),
                         }
                     } else {
                         WriteOp::Put {
-                            bytes: encode(&new),
+                            bytes: encode_with(&new, managed),
                             attrs: attrs.take().unwrap_or_default(),
                         }
                     }
@@ -939,7 +981,13 @@ impl Server {
             return Ok(None);
         }
         let kept = self.settle(resource, new, handing, &committed);
-        let answer = (!remove).then(|| kept.unwrap_or_else(|| version_stub(committed.rev)));
+        let answer = (!remove).then(|| match kept {
+            Some(mut obj) => {
+                super::restore_managed(&mut obj, managed);
+                obj
+            }
+            None => version_stub(committed.rev),
+        });
         Ok(Some((answer, committed.rev)))
     }
 }
@@ -958,6 +1006,20 @@ enum Handing {
 /// after the commit reads the object.
 fn keeps_answer(resource: &ResourceInfo, opts: &WriteOptions) -> bool {
     !opts.version_only || Server::reads_committed(resource)
+}
+
+/// Whether applying a patch may read the current managedFields: a JSON
+/// Patch may test, copy or move any path, and a merge patch that names the
+/// list replaces it (then the stored text is not written back, but its
+/// place is where the list goes).
+fn patch_reads_managed(kind: PatchType, body: &PatchBody<'_>) -> bool {
+    match (kind, body) {
+        (PatchType::Json, _) => true,
+        (_, PatchBody::Value(v)) => v
+            .get("metadata")
+            .is_some_and(|m| !m.is_object() || m.get("managedFields").is_some()),
+        (_, PatchBody::Bytes(b)) => b.windows(13).any(|w| w == b"managedFields"),
+    }
 }
 
 /// The answer to a caller that wants only the resourceVersion written.

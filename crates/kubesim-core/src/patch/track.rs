@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::apply::{Comparison, Walker};
@@ -47,6 +48,10 @@ pub fn track(
         // as a whole.
         Some(o) => compare_whole(&w, o, new, &mut cmp),
     }
+    let old = Old {
+        obj: old,
+        managed: None,
+    };
     record(resource, old, new, cmp, manager, subresource, now);
 }
 
@@ -54,9 +59,13 @@ pub fn track(
 /// equal; cheaper than comparing them first, since the comparison that
 /// finds the changed fields also tells whether anything changed. Exported
 /// as `patch::track_update_if_changed`.
+///
+/// `old_managed` is `old`'s managedFields as JSON text when `old` was
+/// decoded with the list apart, holding `null` in its place.
 pub fn track_if_changed(
     resource: &ResourceInfo,
     old: &Value,
+    old_managed: Option<&RawValue>,
     new: &mut Value,
     manager: &str,
     subresource: Option<&str>,
@@ -73,7 +82,40 @@ pub fn track_if_changed(
     // The comparison that finds the changed fields also tells whether
     // anything changed, so the objects are not compared twice.
     if compare_objects(&w, o, n, &mut cmp) {
-        record(resource, Some(old), new, cmp, manager, subresource, now);
+        let old = Old {
+            obj: Some(old),
+            managed: old_managed,
+        };
+        record(resource, old, new, cmp, manager, subresource, now);
+    }
+}
+
+/// The object before a write, and its managedFields text when it was
+/// decoded apart.
+#[derive(Clone, Copy)]
+struct Old<'a> {
+    obj: Option<&'a Value>,
+    managed: Option<&'a RawValue>,
+}
+
+impl<'a> Old<'a> {
+    /// The stored entries.
+    fn entries(self) -> Vec<Cow<'a, Value>> {
+        let placeholder = self
+            .obj
+            .and_then(|o| o.get("metadata"))
+            .and_then(|m| m.get("managedFields"))
+            .is_some_and(Value::is_null);
+        match self.managed {
+            Some(text) if placeholder => serde_json::from_str::<Vec<Value>>(text.get())
+                .map(|list| list.into_iter().map(Cow::Owned).collect())
+                .unwrap_or_default(),
+            _ => self
+                .obj
+                .and_then(managed_fields::raw)
+                .map(|list| list.iter().map(Cow::Borrowed).collect())
+                .unwrap_or_default(),
+        }
     }
 }
 
@@ -149,7 +191,7 @@ impl Slot {
 /// removed ones from everyone else.
 fn record(
     resource: &ResourceInfo,
-    old: Option<&Value>,
+    old: Old<'_>,
     new: &mut Value,
     cmp: Comparison,
     manager: &str,
@@ -167,10 +209,7 @@ fn record(
         .map(std::mem::take);
     let source: Vec<Cow<'_, Value>> = match sent {
         Some(list) => list.into_iter().map(Cow::Owned).collect(),
-        None => old
-            .and_then(managed_fields::raw)
-            .map(|list| list.iter().map(Cow::Borrowed).collect())
-            .unwrap_or_default(),
+        None => old.entries(),
     };
 
     // Subresource writers (status, scale) are recorded in the version of

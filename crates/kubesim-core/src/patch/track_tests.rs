@@ -105,7 +105,7 @@ fn both(
             reference(r, Some(old), &mut expected, manager, sub, now);
         }
         let mut got = new.clone();
-        track_update_if_changed(r, old, &mut got, manager, sub, now);
+        track_update_if_changed(r, old, None, &mut got, manager, sub, now);
         assert_eq!(got.to_string(), expected.to_string());
     }
     got
@@ -358,7 +358,7 @@ fn nothing_changed() {
     let mut new = cur.clone();
     new["metadata"]["managedFields"][0]["time"] = json!(T2);
     let mut got = new.clone();
-    track_update_if_changed(&r, &cur, &mut got, "kubelet", None, T1);
+    track_update_if_changed(&r, &cur, None, &mut got, "kubelet", None, T1);
     assert!(mf(&got).as_array().unwrap().iter().any(|e| e["time"] == T2));
 }
 
@@ -554,14 +554,14 @@ proptest! {
         let stored = both(&r, None, &first, "kubectl-create", None, T0);
         let sub = status.then_some("status");
         let mut expected = second.clone();
-        track_update_if_changed(&r, &stored, &mut expected, "kubelet", sub, T1);
+        track_update_if_changed(&r, &stored, None, &mut expected, "kubelet", sub, T1);
         for (old, new) in [
             (reversed_keys(&stored), second.clone()),
             (stored.clone(), reversed_keys(&second)),
             (reversed_keys(&stored), reversed_keys(&second)),
         ] {
             let mut got = new;
-            track_update_if_changed(&r, &old, &mut got, "kubelet", sub, T1);
+            track_update_if_changed(&r, &old, None, &mut got, "kubelet", sub, T1);
             prop_assert_eq!(mf(&got).to_string(), mf(&expected).to_string());
         }
     }
