@@ -122,6 +122,33 @@ async fn binding_status_and_deletion_keep_the_list() {
     assert_eq!(patched["metadata"]["labels"]["b"], "c");
     assert_eq!(managers(&patched).len(), 3);
 
+    // Replacing the pod with itself as read, its list included (as a
+    // client that reads, edits nothing and writes back does), writes
+    // nothing; changing the label takes it from the labeller, whose entry
+    // then holds nothing and goes.
+    let unchanged = api
+        .update(&pods(), "default", patched.clone(), None, &as_manager("echo"))
+        .await
+        .unwrap();
+    assert_eq!(
+        unchanged["metadata"]["resourceVersion"],
+        patched["metadata"]["resourceVersion"]
+    );
+    assert_eq!(unchanged.to_string(), patched.to_string());
+    let mut relabelled = patched.clone();
+    relabelled["metadata"]["labels"]["b"] = json!("d");
+    let relabelled = api
+        .update(&pods(), "default", relabelled, None, &as_manager("echo"))
+        .await
+        .unwrap();
+    let expected = [
+        ("creator".to_string(), String::new()),
+        ("echo".to_string(), String::new()),
+        ("kubelet".to_string(), "status".to_string()),
+    ];
+    assert_eq!(managers(&relabelled), expected);
+    let patched = relabelled;
+
     // A graceful deletion answers with the whole object, and the final
     // deletion's event carries the list as stored.
     let deleting = api

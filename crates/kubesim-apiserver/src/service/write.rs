@@ -649,8 +649,14 @@ impl Server {
             if reads_managed {
                 super::restore_managed(&mut cur, managed.take().as_deref());
             }
-            let managed = managed.as_deref();
             let proposed = mutate(&cur)?;
+            // A proposal with a list of its own (a client echoing the
+            // object it read) is compared with the stored list as a value:
+            // echoing it unchanged changes nothing.
+            if managed.is_some() && sends_managed(&proposed) {
+                super::restore_managed(&mut cur, managed.take().as_deref());
+            }
+            let managed = managed.as_deref();
             let rv = meta::resource_version(&proposed);
             if !rv.is_empty() && rv != rec.rev.to_string() {
                 return Err(ApiError::stale(&resource.plural, &resource.group, name));
@@ -1020,6 +1026,13 @@ fn patch_reads_managed(kind: PatchType, body: &PatchBody<'_>) -> bool {
             .is_some_and(|m| !m.is_object() || m.get("managedFields").is_some()),
         (_, PatchBody::Bytes(b)) => b.windows(13).any(|w| w == b"managedFields"),
     }
+}
+
+/// Whether a proposed object carries a managedFields list.
+fn sends_managed(obj: &Value) -> bool {
+    obj.get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .is_some_and(Value::is_array)
 }
 
 /// The answer to a caller that wants only the resourceVersion written.
