@@ -127,7 +127,13 @@ async fn binding_status_and_deletion_keep_the_list() {
     // nothing; changing the label takes it from the labeller, whose entry
     // then holds nothing and goes.
     let unchanged = api
-        .update(&pods(), "default", patched.clone(), None, &as_manager("echo"))
+        .update(
+            &pods(),
+            "default",
+            patched.clone(),
+            None,
+            &as_manager("echo"),
+        )
         .await
         .unwrap();
     assert_eq!(

@@ -758,6 +758,14 @@ impl Server {
                         }
                     }
                 }
+                // A mutation that keeps managedFields itself (server-side
+                // apply) has recorded its entry in the proposal.
+                let recorded = proposed
+                    .get("metadata")
+                    .and_then(|m| m.get("managedFields"));
+                if let (None, Some(list)) = (mgr, recorded) {
+                    meta::metadata_mut(&mut n).insert("managedFields".into(), list.clone());
+                }
                 n
             }
         };

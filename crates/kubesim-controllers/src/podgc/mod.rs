@@ -1,10 +1,12 @@
-//! The pod garbage collector's collection of terminated pods (upstream's
-//! podgc and kube-controller-manager's `--terminated-pod-gc-threshold`):
-//! once more pods have terminated than the threshold, the oldest are
-//! deleted down to it, evicted ones first, on the controller's 20-second
-//! beat. A pod counts as terminated in any phase but Pending, Running and
-//! Unknown, as upstream counts it; one in none of the terminal phases is
-//! marked Failed before it goes.
+//! The pod garbage collector (upstream's podgc). Its collection of
+//! terminated pods (kube-controller-manager's
+//! `--terminated-pod-gc-threshold`) is here: once more pods have
+//! terminated than the threshold, the oldest are deleted down to it,
+//! evicted ones first, on the controller's 20-second beat. A pod counts as
+//! terminated in any phase but Pending, Running and Unknown, as upstream
+//! counts it; one in none of the terminal phases is marked Failed before
+//! it goes. Pods bound to nodes that no longer exist, and unscheduled pods
+//! being deleted, are collected in `stray`.
 //!
 //! Upstream looks at every pod every 20 s. Here the terminated pods are
 //! kept in deletion order as they change, and a pass runs at the first
@@ -27,6 +29,8 @@ use tokio::time::Instant;
 use crate::pods::phase;
 use crate::replicaset::pods_ref;
 use crate::Context;
+
+mod stray;
 
 /// kube-controller-manager's default `--terminated-pod-gc-threshold`.
 pub const DEFAULT_THRESHOLD: usize = 12_500;
@@ -101,13 +105,36 @@ impl Terminated {
     }
 }
 
-/// Runs until dropped; a threshold of 0 turns the collection off, as a
-/// threshold of 0 or less does upstream.
+/// Runs until dropped; a threshold of 0 turns the collection of
+/// terminated pods off, as a threshold of 0 or less does upstream.
 pub async fn run(ctx: Arc<Context>, threshold: usize) {
-    if threshold == 0 {
-        return;
-    }
-    let pods = ctx.informers.get(&pods_ref());
+    let (nodes, pods) = (
+        ctx.informers.get(&nodes_ref()),
+        ctx.informers.get(&pods_ref()),
+    );
+    let strays = stray::watch(&nodes, &pods);
+    let terminated = (threshold > 0).then(|| watch_terminated(&pods, threshold));
+    ctx.informers.wait_synced().await;
+    // The beats of both collections, as upstream's one loop has.
+    let start = ctx.clock.instant();
+    let terminated = async {
+        if let Some((terminated, over)) = terminated {
+            collect_terminated(&ctx, start, threshold, terminated, over).await;
+        }
+    };
+    tokio::join!(terminated, stray::run(&ctx, start, strays));
+}
+
+fn nodes_ref() -> kubesim_runtime::ResourceRef {
+    kubesim_runtime::ResourceRef::core("nodes")
+}
+
+/// The terminated pods as the informer reports them, and a signal when
+/// their number passes `threshold`.
+fn watch_terminated(
+    pods: &kubesim_runtime::Informer,
+    threshold: usize,
+) -> (Arc<Mutex<Terminated>>, Arc<Notify>) {
     let terminated: Arc<Mutex<Terminated>> = Arc::default();
     let over = Arc::new(Notify::new());
     {
@@ -125,8 +152,18 @@ pub async fn run(ctx: Arc<Context>, threshold: usize) {
             }
         });
     }
-    ctx.informers.wait_synced().await;
-    let start = ctx.clock.instant();
+    (terminated, over)
+}
+
+/// Deletes the terminated pods beyond `threshold`, at the first beat after
+/// their number passed it.
+async fn collect_terminated(
+    ctx: &Context,
+    start: Instant,
+    threshold: usize,
+    terminated: Arc<Mutex<Terminated>>,
+    over: Arc<Notify>,
+) {
     let mut last: Option<Instant> = None;
     loop {
         if terminated.lock().by_key.len() <= threshold {
@@ -146,7 +183,7 @@ pub async fn run(ctx: Arc<Context>, threshold: usize) {
         // simulation would print one line per finished pod.
         tracing::debug!(pods = doomed.len(), "garbage collecting terminated pods");
         for (p, terminal) in doomed {
-            collect(&ctx, &p, terminal).await;
+            fail_and_delete(ctx, &p.namespace, &p.name, terminal, None).await;
         }
     }
 }
@@ -166,37 +203,59 @@ fn next_beat(start: Instant, now: Instant, last: Option<Instant>) -> Instant {
     at
 }
 
-/// Deletes the pod at once (marking it Failed first unless it is in a
-/// terminal phase), as upstream's `markFailedAndDeletePod` does.
-async fn collect(ctx: &Context, p: &Place, terminal: bool) {
+/// Deletes a pod at once, as upstream's `markFailedAndDeletePod` does:
+/// unless its phase is a terminal one, it is first marked Failed (with
+/// `condition`, if any) by a forced server-side apply of its status as
+/// `PodGC`, since no kubelet may be left to do it.
+async fn fail_and_delete(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    terminal: bool,
+    condition: Option<Value>,
+) {
     let pods = pods_ref();
     if !terminal {
+        let mut status = json!({"phase": "Failed"});
+        if let Some(c) = condition {
+            status["conditions"] = json!([c]);
+        }
+        let body = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace}, "status": status});
+        let opts = WriteOptions {
+            field_manager: Some(FIELD_MANAGER.into()),
+            force: true,
+            ..Default::default()
+        };
         let marked = ctx
             .api
             .patch_value(
                 &pods,
-                &p.namespace,
-                &p.name,
-                PatchType::Merge,
-                json!({"status": {"phase": "Failed"}}),
+                namespace,
+                name,
+                PatchType::Apply,
+                body,
                 Some("status"),
-                &WriteOptions::default(),
+                &opts,
             )
             .await;
         if let Err(e) = marked {
             if e.code != 404 {
-                tracing::warn!(pod = %p.name, error = %e.message, "marking a pod Failed");
+                tracing::warn!(pod = %name, error = %e.message, "marking a pod Failed");
             }
             return;
         }
     }
     let now = DeleteOptions::now_status_only();
-    if let Err(e) = ctx.api.delete(&pods, &p.namespace, &p.name, &now).await {
+    if let Err(e) = ctx.api.delete(&pods, namespace, name, &now).await {
         if e.code != 404 {
-            tracing::warn!(pod = %p.name, error = %e.message, "deleting a terminated pod");
+            tracing::warn!(pod = %name, error = %e.message, "deleting a pod");
         }
     }
 }
+
+/// The field manager of upstream's pod garbage collector.
+const FIELD_MANAGER: &str = "PodGC";
 
 #[cfg(test)]
 mod tests {
