@@ -6,19 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kubesim_apiserver::inprocess::InProcess;
-use kubesim_apiserver::Server;
-use kubesim_runtime::{Api, Clock, ListOptions, ResourceRef, Rng, WatchEvent};
-use kubesim_store::{MemStore, Store};
+use kubesim_runtime::{Api, ListOptions, ResourceRef, WatchEvent};
 use serde_json::{json, Value};
 
-async fn api() -> Arc<dyn Api> {
-    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
-    let epoch = jiff::Timestamp::constant(1_767_225_600, 0);
-    let server = Server::new(store, Clock::simulated(epoch), Rng::seeded(1));
-    server.bootstrap().await.expect("bootstrap");
-    Arc::new(InProcess::new(server, "test"))
-}
+mod support;
+
+use support::api;
 
 fn config_map(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})

@@ -3,25 +3,17 @@
 
 use std::sync::Arc;
 
-use kubesim_apiserver::inprocess::InProcess;
-use kubesim_apiserver::Server;
 use kubesim_core::patch::PatchType;
-use kubesim_runtime::{Api, Clock, ResourceRef, Rng, WriteOptions};
-use kubesim_store::{MemStore, Store};
+use kubesim_runtime::{Api, ResourceRef, WriteOptions};
 use serde_json::{json, Value};
 
-/// A server on a clock that stands still (the tests run with time paused):
-/// managedFields entries are ordered by their time, so the twin pods'
-/// entries must carry the same one.
-async fn api() -> Arc<dyn Api> {
-    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
-    let epoch = jiff::Timestamp::constant(1_767_225_600, 0);
-    let server = Server::new(store, Clock::simulated(epoch), Rng::seeded(1));
-    server.bootstrap().await.expect("bootstrap");
-    Arc::new(InProcess::new(server, "test"))
-}
+mod support;
 
-/// A server holding the twin pods `a` and `b`.
+use support::api;
+
+/// A server holding the twin pods `a` and `b`. Its clock stands still (the
+/// tests run with time paused): managedFields entries are ordered by their
+/// time, so the twin pods' entries must carry the same one.
 async fn twins() -> Arc<dyn Api> {
     let api = api().await;
     for name in ["a", "b"] {

@@ -2,24 +2,15 @@
 //! status patches, deletions) keep the stored list exactly, record their
 //! own entry as before, and answer with the whole object.
 
-use std::sync::Arc;
-
 use futures::StreamExt;
-use kubesim_apiserver::inprocess::InProcess;
-use kubesim_apiserver::Server;
 use kubesim_core::patch::PatchType;
 use kubesim_runtime::WriteOptions;
-use kubesim_runtime::{Api, Clock, DeleteOptions, ListOptions, ResourceRef, Rng, WatchEvent};
-use kubesim_store::{MemStore, Store};
+use kubesim_runtime::{DeleteOptions, ListOptions, ResourceRef, WatchEvent};
 use serde_json::{json, Value};
 
-async fn api() -> Arc<dyn Api> {
-    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
-    let epoch = jiff::Timestamp::constant(1_767_225_600, 0);
-    let server = Server::new(store, Clock::simulated(epoch), Rng::seeded(1));
-    server.bootstrap().await.expect("bootstrap");
-    Arc::new(InProcess::new(server, "test"))
-}
+mod support;
+
+use support::api;
 
 fn as_manager(name: &str) -> WriteOptions {
     WriteOptions {
