@@ -1024,8 +1024,7 @@ fn keeps_answer(resource: &ResourceInfo, opts: &WriteOptions) -> bool {
 
 /// Whether applying a patch may read the current managedFields: a JSON
 /// Patch may test, copy or move any path, and a merge patch that names the
-/// list replaces it (then the stored text is not written back, but its
-/// place is where the list goes).
+/// list (or replaces the metadata) is applied to the list as stored.
 fn patch_reads_managed(kind: PatchType, body: &PatchBody<'_>) -> bool {
     match (kind, body) {
         (PatchType::Json, _) => true,
