@@ -71,9 +71,14 @@ pub fn phase(pod: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// In a terminal phase: Succeeded or Failed.
+pub fn is_finished(pod: &Value) -> bool {
+    matches!(phase(pod), "Succeeded" | "Failed")
+}
+
 /// Neither finished nor being deleted: what ReplicaSets count as theirs.
 pub fn is_active(pod: &Value) -> bool {
-    !matches!(phase(pod), "Succeeded" | "Failed") && !meta::is_deleting(pod)
+    !is_finished(pod) && !meta::is_deleting(pod)
 }
 
 /// The status of condition `kind` ("True"/"False"/"Unknown") if present.
@@ -167,11 +172,16 @@ pub fn deletion_order(a: &Value, b: &Value) -> std::cmp::Ordering {
         .then(meta::name(a).cmp(meta::name(b)))
 }
 
-/// Whether the pod is bound to a node.
-pub fn is_bound(pod: &Value) -> bool {
+/// The node the pod is bound to, if any.
+pub fn node_name(pod: &Value) -> Option<&str> {
     pod.pointer("/spec/nodeName")
         .and_then(Value::as_str)
-        .is_some_and(|n| !n.is_empty())
+        .filter(|n| !n.is_empty())
+}
+
+/// Whether the pod is bound to a node.
+pub fn is_bound(pod: &Value) -> bool {
+    node_name(pod).is_some()
 }
 
 /// The object's creationTimestamp (the epoch when it has none).

@@ -43,7 +43,7 @@ fn claim_names(pod: &Value) -> Vec<&str> {
 /// Whether `pod` counts as using its claims: not finished (a pod that
 /// ended no longer mounts anything).
 fn uses_claims(pod: &Value) -> bool {
-    !matches!(pods::phase(pod), "Succeeded" | "Failed")
+    !pods::is_finished(pod)
 }
 
 pub async fn run(ctx: Arc<Context>) {

@@ -26,6 +26,16 @@ async fn node(env: &Env, name: &str) {
     .await;
 }
 
+/// Every controller but node lifecycle, which would taint the test's
+/// nodes (they renew no Lease) and evict their pods.
+async fn without_node_lifecycle() -> Env {
+    start_with(Options {
+        node_lifecycle: false,
+        ..Options::default()
+    })
+    .await
+}
+
 fn bound_pod(name: &str, node: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}})
@@ -89,11 +99,7 @@ async fn terminated_pods_beyond_the_threshold_go_evicted_first_then_oldest() {
 
 #[tokio::test(start_paused = true)]
 async fn pods_of_a_node_gone_for_40_seconds_fail_and_go() {
-    let env = start_with(Options {
-        node_lifecycle: false,
-        ..Options::default()
-    })
-    .await;
+    let env = without_node_lifecycle().await;
     node(&env, "gone").await;
     node(&env, "stays").await;
     env.create(&pods(), "default", bound_pod("orphan", "gone"))
@@ -161,11 +167,7 @@ async fn pods_of_a_node_gone_for_40_seconds_fail_and_go() {
 
 #[tokio::test(start_paused = true)]
 async fn unscheduled_pods_being_deleted_go_at_once() {
-    let env = start_with(Options {
-        node_lifecycle: false,
-        ..Options::default()
-    })
-    .await;
+    let env = without_node_lifecycle().await;
     env.create(
         &pods(),
         "default",

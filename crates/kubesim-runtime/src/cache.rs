@@ -428,6 +428,15 @@ impl Cache {
         }
     }
 
+    /// Whether any pod is bound to `node`, without parsing one.
+    pub fn any_on_node(&self, node: &str) -> bool {
+        self.inner
+            .read()
+            .by_node
+            .get(node)
+            .is_some_and(|keys| !keys.is_empty())
+    }
+
     /// One label of one object, without parsing it: None when the object
     /// is not cached, Some(None) when it lacks the label.
     pub fn label(&self, namespace: &str, name: &str, key: &str) -> Option<Option<String>> {

@@ -11,6 +11,7 @@
 //! caller with the object first puts the list back as a value
 //! ([`restore_managed`]).
 
+use kubesim_core::patch::managed_fields;
 use kubesim_core::ApiError;
 use kubesim_runtime::decode::managed_fields_apart;
 use kubesim_store::Record;
@@ -27,18 +28,11 @@ pub(crate) fn decode_apart(rec: &Record) -> Result<(Value, Managed), ApiError> {
         .map_err(|e| ApiError::internal(format!("stored object is corrupt: {e}")))
 }
 
-/// Whether `obj` holds the placeholder [`decode_apart`] left.
-fn holds_placeholder(obj: &Value) -> bool {
-    obj.get("metadata")
-        .and_then(|m| m.get("managedFields"))
-        .is_some_and(Value::is_null)
-}
-
 /// Puts `managed` back into `obj` as a value, where its placeholder is; an
 /// object whose list was replaced or removed meanwhile is left as it is.
 pub(crate) fn restore_managed(obj: &mut Value, managed: Option<&RawValue>) {
     let Some(text) = managed else { return };
-    if !holds_placeholder(obj) {
+    if !managed_fields::holds_placeholder(obj) {
         return;
     }
     // The text was cut from stored JSON, so it parses.

@@ -653,7 +653,7 @@ impl Server {
             // A proposal with a list of its own (a client echoing the
             // object it read) is compared with the stored list as a value:
             // echoing it unchanged changes nothing.
-            if managed.is_some() && sends_managed(&proposed) {
+            if managed.is_some() && patch::managed_fields::raw(&proposed).is_some() {
                 super::restore_managed(&mut cur, managed.take().as_deref());
             }
             let managed = managed.as_deref();
@@ -1033,13 +1033,6 @@ fn patch_reads_managed(kind: PatchType, body: &PatchBody<'_>) -> bool {
             .is_some_and(|m| !m.is_object() || m.get("managedFields").is_some()),
         (_, PatchBody::Bytes(b)) => b.windows(13).any(|w| w == b"managedFields"),
     }
-}
-
-/// Whether a proposed object carries a managedFields list.
-fn sends_managed(obj: &Value) -> bool {
-    obj.get("metadata")
-        .and_then(|m| m.get("managedFields"))
-        .is_some_and(Value::is_array)
 }
 
 /// The answer to a caller that wants only the resourceVersion written.

@@ -45,6 +45,6 @@ fn old_pods_running(c: &DeploymentController, r: &Rollout) -> bool {
         .iter()
         .any(|p| {
             crate::pods::controller_uid(p).is_some_and(|u| uids.contains(&u))
-                && !matches!(crate::pods::phase(p), "Succeeded" | "Failed")
+                && !crate::pods::is_finished(p)
         })
 }

@@ -100,7 +100,7 @@ pub fn backends(svc: &Value, pods_cache: &Cache) -> Vec<Backend> {
             .pointer("/status/podIP")
             .and_then(Value::as_str)
             .unwrap_or("");
-        if ip.is_empty() || matches!(pods::phase(&pod), "Succeeded" | "Failed") {
+        if ip.is_empty() || pods::is_finished(&pod) {
             continue;
         }
         let ports = svc_ports

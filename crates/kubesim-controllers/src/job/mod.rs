@@ -394,7 +394,7 @@ impl JobController {
         let active: Vec<&Arc<Value>> = owned.iter().filter(|p| pods::is_active(p)).collect();
         let terminating = owned
             .iter()
-            .filter(|p| meta::is_deleting(p) && !matches!(pods::phase(p), "Succeeded" | "Failed"))
+            .filter(|p| meta::is_deleting(p) && !pods::is_finished(p))
             .count();
         let pending_s = uid_list(&status, "succeeded").len() as i64;
         let pending_f = uid_list(&status, "failed").len() as i64;

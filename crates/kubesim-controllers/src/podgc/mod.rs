@@ -20,7 +20,9 @@ use std::time::Duration;
 
 use kubesim_core::meta;
 use kubesim_core::patch::PatchType;
-use kubesim_runtime::{Change, DeleteOptions, KeyParts, ObjectKey, WriteOptions};
+use kubesim_runtime::{
+    Change, DeleteOptions, Informer, KeyParts, ObjectKey, ResourceRef, WriteOptions,
+};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
@@ -125,16 +127,13 @@ pub async fn run(ctx: Arc<Context>, threshold: usize) {
     tokio::join!(terminated, stray::run(&ctx, start, strays));
 }
 
-fn nodes_ref() -> kubesim_runtime::ResourceRef {
-    kubesim_runtime::ResourceRef::core("nodes")
+fn nodes_ref() -> ResourceRef {
+    ResourceRef::core("nodes")
 }
 
 /// The terminated pods as the informer reports them, and a signal when
 /// their number passes `threshold`.
-fn watch_terminated(
-    pods: &kubesim_runtime::Informer,
-    threshold: usize,
-) -> (Arc<Mutex<Terminated>>, Arc<Notify>) {
+fn watch_terminated(pods: &Informer, threshold: usize) -> (Arc<Mutex<Terminated>>, Arc<Notify>) {
     let terminated: Arc<Mutex<Terminated>> = Arc::default();
     let over = Arc::new(Notify::new());
     {

@@ -8,24 +8,25 @@
 //! - unscheduled pods being deleted (held by a finalizer): deleted at once.
 //!
 //! Rather than look at every pod on every beat, the informers' handlers
-//! note when a pod names a node the node informer lacks, a node goes, or
-//! an unscheduled pod is being deleted, and only then does a pass run, at
-//! the next beat; a quarantined node wakes the pass that ends its
-//! quarantine. A simulation without such pods never wakes for it.
+//! note the nodes that pods name while the node informer lacks them (or
+//! that go) and the unscheduled pods being deleted; a pass runs at the next
+//! beat only when they noted something, or when a quarantine ends, and
+//! reads only those nodes' and pods' entries. A simulation without such
+//! pods never wakes for it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim_core::meta;
-use kubesim_runtime::{Change, Informer};
+use kubesim_runtime::{Cache, Change, Informer, ObjectKey};
 use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::{fail_and_delete, next_beat, nodes_ref};
-use crate::pods::phase;
+use crate::pods::{is_finished, node_name};
 use crate::Context;
 
 /// Upstream's `quarantineTime`: how long a node must stay missing before
@@ -42,15 +43,18 @@ pub(super) struct Strays {
 struct State {
     /// The nodes the node informer holds.
     nodes: BTreeSet<String>,
-    /// Something may be stray: a pass is due at the next beat.
-    dirty: bool,
+    /// Nodes that bound pods named while the node informer lacked them,
+    /// and nodes that went: looked at in the next pass.
+    suspects: BTreeSet<String>,
+    /// Unscheduled pods seen being deleted: collected in the next pass.
+    unscheduled: BTreeSet<ObjectKey>,
 }
 
-/// The pod's node, when it is bound.
-fn node_of(pod: &Value) -> Option<&str> {
-    meta::path(pod, "spec.nodeName")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
+impl State {
+    /// Whether the next beat has work.
+    fn pending(&self) -> bool {
+        !self.suspects.is_empty() || !self.unscheduled.is_empty()
+    }
 }
 
 /// Follows nodes and pods, noting what may be stray.
@@ -63,17 +67,12 @@ pub(super) fn watch(nodes: &Informer, pods: &Informer) -> Arc<Strays> {
     nodes.on_change(move |c| {
         let name = meta::name(c.object());
         let mut st = s.state.lock();
-        match c {
-            Change::Deleted(_) => {
-                st.nodes.remove(name);
-                st.dirty = true;
-                s.wake.notify_one();
-            }
-            _ => {
-                if !st.nodes.contains(name) {
-                    st.nodes.insert(name.to_string());
-                }
-            }
+        if matches!(c, Change::Deleted(_)) {
+            st.nodes.remove(name);
+            st.suspects.insert(name.to_string());
+            s.wake.notify_one();
+        } else if !st.nodes.contains(name) {
+            st.nodes.insert(name.to_string());
         }
     });
     let s = strays.clone();
@@ -82,14 +81,19 @@ pub(super) fn watch(nodes: &Informer, pods: &Informer) -> Arc<Strays> {
             return;
         }
         let pod = c.object();
-        let stray = match node_of(pod) {
-            Some(node) => !s.state.lock().nodes.contains(node),
-            None => meta::is_deleting(pod),
-        };
-        if stray {
-            s.state.lock().dirty = true;
-            s.wake.notify_one();
+        let mut st = s.state.lock();
+        match node_name(pod) {
+            Some(node) if !st.nodes.contains(node) => {
+                if !st.suspects.contains(node) {
+                    st.suspects.insert(node.to_string());
+                }
+            }
+            None if meta::is_deleting(pod) => {
+                st.unscheduled.insert(ObjectKey::of(pod));
+            }
+            _ => return,
         }
+        s.wake.notify_one();
     });
     strays
 }
@@ -101,47 +105,48 @@ pub(super) async fn run(ctx: &Context, start: Instant, strays: Arc<Strays>) {
     let mut missing: BTreeMap<String, Instant> = BTreeMap::new();
     let mut last: Option<Instant> = None;
     loop {
-        let dirty = std::mem::take(&mut strays.state.lock().dirty);
-        let due = match (dirty, missing.values().min()) {
-            (true, _) => ctx.clock.instant(),
-            (false, Some(&seen)) => seen + QUARANTINE,
-            (false, None) => {
-                strays.wake.notified().await;
-                strays.state.lock().dirty = true;
-                continue;
-            }
+        let pending = strays.state.lock().pending();
+        let now = ctx.clock.instant();
+        let due = if pending {
+            now
+        } else if let Some(&seen) = missing.values().min() {
+            seen + QUARANTINE
+        } else {
+            strays.wake.notified().await;
+            continue;
         };
-        let at = next_beat(start, due.max(ctx.clock.instant()), last);
-        // A change before the beat comes in the same pass.
+        let at = next_beat(start, due.max(now), last);
+        // Waiting for a quarantine to end, a handler's note makes a pass
+        // due at an earlier beat; otherwise later notes join this pass.
         tokio::select! {
             biased;
             _ = ctx.clock.sleep_until(at) => {}
-            _ = strays.wake.notified(), if !dirty => {
-                strays.state.lock().dirty = true;
-                continue;
-            }
+            _ = strays.wake.notified(), if !pending => continue,
         }
         last = Some(at);
-        strays.state.lock().dirty = false;
-        let all = pods.list();
-        // Unscheduled pods being deleted go at once.
-        for pod in all
-            .iter()
-            .filter(|p| node_of(p).is_none() && meta::is_deleting(p))
-        {
-            let terminal = matches!(phase(pod), "Succeeded" | "Failed");
-            fail_and_delete(ctx, meta::namespace(pod), meta::name(pod), terminal, None).await;
+        let (suspects, unscheduled) = {
+            let mut st = strays.state.lock();
+            (
+                std::mem::take(&mut st.suspects),
+                std::mem::take(&mut st.unscheduled),
+            )
+        };
+        for key in unscheduled {
+            let Some(pod) = pods.get(&key.namespace, &key.name) else {
+                continue;
+            };
+            if node_name(&pod).is_none() && meta::is_deleting(&pod) {
+                fail_and_delete(ctx, &key.namespace, &key.name, is_finished(&pod), None).await;
+            }
         }
-        // Nodes named by pods but unknown: quarantined from this beat on.
-        let known = strays.state.lock().nodes.clone();
-        let named: BTreeSet<&str> = all
-            .iter()
-            .filter_map(|p| node_of(p))
-            .filter(|n| !known.contains(*n))
-            .collect();
-        missing.retain(|n, _| named.contains(n.as_str()));
-        for n in &named {
-            missing.entry(n.to_string()).or_insert(at);
+        // Quarantined from this beat on, while pods still name them and
+        // the node informer still lacks them.
+        for node in suspects {
+            missing.entry(node).or_insert(at);
+        }
+        {
+            let st = strays.state.lock();
+            missing.retain(|n, _| !st.nodes.contains(n) && pods.any_on_node(n));
         }
         let expired: Vec<String> = missing
             .iter()
@@ -158,32 +163,21 @@ pub(super) async fn run(ctx: &Context, start: Instant, strays: Arc<Strays>) {
                 Ok(_) => {
                     missing.remove(&node);
                 }
+                // Tried again at the next beat: its quarantine is over,
+                // and a beat is never passed twice.
                 Err(e) => tracing::warn!(node, error = %e.message, "looking up a missing node"),
             }
         }
-        // A lookup that failed otherwise is tried again at the next beat:
-        // its quarantine is over, and a beat is never passed twice.
     }
 }
 
 /// Deletes the pods bound to `node`, which no longer exists.
-async fn delete_orphans(ctx: &Context, pods: &kubesim_runtime::Cache, node: &str) {
+async fn delete_orphans(ctx: &Context, pods: &Cache, node: &str) {
     let condition = json!({"type": "DisruptionTarget", "status": "True",
         "reason": "DeletionByPodGC", "message": "PodGC: node no longer exists"});
     for pod in pods.on_node(node) {
-        let terminal = matches!(phase(&pod), "Succeeded" | "Failed");
-        tracing::info!(
-            pod = meta::name(&pod),
-            node,
-            "deleting a pod whose node is gone"
-        );
-        fail_and_delete(
-            ctx,
-            meta::namespace(&pod),
-            meta::name(&pod),
-            terminal,
-            Some(condition.clone()),
-        )
-        .await;
+        let (ns, name) = (meta::namespace(&pod), meta::name(&pod));
+        tracing::info!(pod = name, node, "deleting a pod whose node is gone");
+        fail_and_delete(ctx, ns, name, is_finished(&pod), Some(condition.clone())).await;
     }
 }

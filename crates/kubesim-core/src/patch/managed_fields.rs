@@ -192,6 +192,15 @@ pub fn raw(obj: &Value) -> Option<&Vec<Value>> {
     obj.get("metadata")?.get("managedFields")?.as_array()
 }
 
+/// Whether `obj` holds `null` where its managedFields list goes: the
+/// placeholder a decoder that keeps the list apart as text leaves (see
+/// `kubesim_runtime::decode::managed_fields_apart`).
+pub fn holds_placeholder(obj: &Value) -> bool {
+    obj.get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .is_some_and(Value::is_null)
+}
+
 /// The entries of an object; malformed entries are dropped.
 pub fn read(obj: &Value) -> Vec<ManagedEntry> {
     raw(obj)

@@ -101,11 +101,7 @@ struct Old<'a> {
 impl<'a> Old<'a> {
     /// The stored entries.
     fn entries(self) -> Vec<Cow<'a, Value>> {
-        let placeholder = self
-            .obj
-            .and_then(|o| o.get("metadata"))
-            .and_then(|m| m.get("managedFields"))
-            .is_some_and(Value::is_null);
+        let placeholder = self.obj.is_some_and(managed_fields::holds_placeholder);
         match self.managed {
             Some(text) if placeholder => serde_json::from_str::<Vec<Value>>(text.get())
                 .map(|list| list.into_iter().map(Cow::Owned).collect())
