@@ -12,9 +12,7 @@ use serde_json::{json, Value};
 
 mod support;
 
-fn nodes() -> ResourceRef {
-    ResourceRef::core("nodes")
-}
+use support::nodes;
 
 fn leases() -> ResourceRef {
     ResourceRef::new("coordination.k8s.io", "v1", "leases")
@@ -66,12 +64,7 @@ fn ready(node: &Value) -> String {
 async fn silent_nodes_become_unknown_and_lose_their_pods() {
     let c = support::start().await;
     let now = meta::format_time(c.clock.now());
-    c.create(
-        &nodes(),
-        "",
-        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
-    )
-    .await;
+    c.create_node("n1").await;
     c.patch_status_of(&nodes(), "", "n1", json!({"conditions": [
         {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now, "lastTransitionTime": now}]}))
         .await;

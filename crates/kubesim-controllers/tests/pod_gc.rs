@@ -6,25 +6,12 @@
 
 use kubesim_controllers::Options;
 use kubesim_core::meta;
-use kubesim_runtime::{DeleteOptions, ResourceRef};
+use kubesim_runtime::DeleteOptions;
 use serde_json::{json, Value};
 
 mod support;
 
-use support::{condition, pods, start_with, Env};
-
-fn nodes() -> ResourceRef {
-    ResourceRef::core("nodes")
-}
-
-async fn node(env: &Env, name: &str) {
-    env.create(
-        &nodes(),
-        "",
-        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}),
-    )
-    .await;
-}
+use support::{condition, nodes, pods, start_with, Env};
 
 /// Every controller but node lifecycle, which would taint the test's
 /// nodes (they renew no Lease) and evict their pods.
@@ -54,7 +41,7 @@ async fn terminated_pods_beyond_the_threshold_go_evicted_first_then_oldest() {
         terminated_pod_gc_threshold: 3,
     })
     .await;
-    node(&env, "n1").await;
+    env.create_node("n1").await;
     // Created a second apart, so that their creation times order them.
     let names = ["old", "mid", "new", "evicted", "late", "running"];
     for name in names {
@@ -69,9 +56,8 @@ async fn terminated_pods_beyond_the_threshold_go_evicted_first_then_oldest() {
     env.patch_status("default", "running", json!({"phase": "Running"}))
         .await;
     env.sleep(60).await;
-    let left = sorted_names;
     assert_eq!(
-        left(env.list(&pods(), "default").await),
+        sorted_names(env.list(&pods(), "default").await),
         ["evicted", "late", "mid", "new", "old", "running"]
     );
 
@@ -87,21 +73,21 @@ async fn terminated_pods_beyond_the_threshold_go_evicted_first_then_oldest() {
         .await;
     let remaining = env
         .wait_for("two pods collected", || async {
-            let l = left(env.list(&pods(), "default").await);
+            let l = sorted_names(env.list(&pods(), "default").await);
             (l.len() == 4).then_some(l)
         })
         .await;
     assert_eq!(remaining, ["late", "mid", "new", "running"]);
     // And no more than that.
     env.sleep(60).await;
-    assert_eq!(left(env.list(&pods(), "default").await), remaining);
+    assert_eq!(sorted_names(env.list(&pods(), "default").await), remaining);
 }
 
 #[tokio::test(start_paused = true)]
 async fn pods_of_a_node_gone_for_40_seconds_fail_and_go() {
     let env = without_node_lifecycle().await;
-    node(&env, "gone").await;
-    node(&env, "stays").await;
+    env.create_node("gone").await;
+    env.create_node("stays").await;
     env.create(&pods(), "default", bound_pod("orphan", "gone"))
         .await;
     env.create(&pods(), "default", bound_pod("done", "gone"))

@@ -749,9 +749,10 @@ impl Server {
             // new status: then the proposal is the result, uncopied.
             Part::Status if same_but_status(cur, &proposed) => proposed,
             Part::Status => {
+                let mut proposed = proposed;
                 let mut n = cur.clone();
-                match proposed.get("status") {
-                    Some(s) => n["status"] = s.clone(),
+                match proposed.get_mut("status") {
+                    Some(s) => n["status"] = s.take(),
                     None => {
                         if let Some(o) = n.as_object_mut() {
                             o.remove("status");
@@ -761,10 +762,10 @@ impl Server {
                 // A mutation that keeps managedFields itself (server-side
                 // apply) has recorded its entry in the proposal.
                 let recorded = proposed
-                    .get("metadata")
-                    .and_then(|m| m.get("managedFields"));
+                    .get_mut("metadata")
+                    .and_then(|m| m.get_mut("managedFields"));
                 if let (None, Some(list)) = (mgr, recorded) {
-                    meta::metadata_mut(&mut n).insert("managedFields".into(), list.clone());
+                    meta::metadata_mut(&mut n).insert("managedFields".into(), list.take());
                 }
                 n
             }

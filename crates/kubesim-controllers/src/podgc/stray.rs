@@ -41,8 +41,6 @@ pub(super) struct Strays {
 
 #[derive(Default)]
 struct State {
-    /// The nodes the node informer holds.
-    nodes: BTreeSet<String>,
     /// Nodes that bound pods named while the node informer lacked them,
     /// and nodes that went: looked at in the next pass.
     suspects: BTreeSet<String>,
@@ -57,7 +55,9 @@ impl State {
     }
 }
 
-/// Follows nodes and pods, noting what may be stray.
+/// Follows nodes and pods, noting what may be stray. Whether a node is
+/// known is asked of the node informer's cache, which holds a change
+/// before its handlers hear of it.
 pub(super) fn watch(nodes: &Informer, pods: &Informer) -> Arc<Strays> {
     let strays = Arc::new(Strays {
         state: Mutex::default(),
@@ -65,17 +65,14 @@ pub(super) fn watch(nodes: &Informer, pods: &Informer) -> Arc<Strays> {
     });
     let s = strays.clone();
     nodes.on_change(move |c| {
-        let name = meta::name(c.object());
-        let mut st = s.state.lock();
-        if matches!(c, Change::Deleted(_)) {
-            st.nodes.remove(name);
-            st.suspects.insert(name.to_string());
+        if let Change::Deleted(node) = c {
+            let mut st = s.state.lock();
+            st.suspects.insert(meta::name(node).to_string());
             s.wake.notify_one();
-        } else if !st.nodes.contains(name) {
-            st.nodes.insert(name.to_string());
         }
     });
     let s = strays.clone();
+    let known = nodes.cache();
     pods.on_change(move |c| {
         if matches!(c, Change::Deleted(_)) {
             return;
@@ -83,7 +80,7 @@ pub(super) fn watch(nodes: &Informer, pods: &Informer) -> Arc<Strays> {
         let pod = c.object();
         let mut st = s.state.lock();
         match node_name(pod) {
-            Some(node) if !st.nodes.contains(node) => {
+            Some(node) if !known.contains("", node) => {
                 if !st.suspects.contains(node) {
                     st.suspects.insert(node.to_string());
                 }
@@ -101,6 +98,7 @@ pub(super) fn watch(nodes: &Informer, pods: &Informer) -> Arc<Strays> {
 /// Runs the passes, on the beats counted from `start`.
 pub(super) async fn run(ctx: &Context, start: Instant, strays: Arc<Strays>) {
     let pods = ctx.informers.get(&crate::replicaset::pods_ref()).cache();
+    let nodes = ctx.informers.get(&nodes_ref()).cache();
     // Nodes found missing, with the beat they were first found at.
     let mut missing: BTreeMap<String, Instant> = BTreeMap::new();
     let mut last: Option<Instant> = None;
@@ -144,10 +142,7 @@ pub(super) async fn run(ctx: &Context, start: Instant, strays: Arc<Strays>) {
         for node in suspects {
             missing.entry(node).or_insert(at);
         }
-        {
-            let st = strays.state.lock();
-            missing.retain(|n, _| !st.nodes.contains(n) && pods.any_on_node(n));
-        }
+        missing.retain(|n, _| !nodes.contains("", n) && pods.any_on_node(n));
         let expired: Vec<String> = missing
             .iter()
             .filter(|(_, seen)| at >= **seen + QUARANTINE)

@@ -71,7 +71,21 @@ pub fn pods() -> ResourceRef {
     ResourceRef::core("pods")
 }
 
+pub fn nodes() -> ResourceRef {
+    ResourceRef::core("nodes")
+}
+
 impl Env {
+    /// Creates a bare Node named `name`.
+    pub async fn create_node(&self, name: &str) -> Value {
+        self.create(
+            &nodes(),
+            "",
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}),
+        )
+        .await
+    }
+
     pub async fn create(&self, r: &ResourceRef, ns: &str, obj: Value) -> Value {
         self.api
             .create(r, ns, obj, &WriteOptions::default())
