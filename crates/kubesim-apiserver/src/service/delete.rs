@@ -142,7 +142,7 @@ impl Server {
         let policy = policy(resource, opts)?;
         for _ in 0..16 {
             let rec = self.get_record(resource, ns, name)?;
-            let (mut cur, managed) = super::decode_apart(&rec)?;
+            let (mut cur, managed) = self.decode_for_write(&rec)?;
             let managed = managed.as_deref();
             // What answers with the object has its managedFields back.
             let whole = |mut obj: Value| {

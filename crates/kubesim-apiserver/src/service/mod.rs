@@ -15,6 +15,7 @@ mod handoff;
 mod jwt;
 pub mod logs;
 mod peek;
+mod predecode;
 pub mod read;
 pub mod reviews;
 pub(crate) mod shaped;
@@ -61,6 +62,9 @@ pub struct Server {
     pub(crate) namespaces_deleting: peek::DeletingCache,
     /// When each Event expires (see `event_ttl`).
     pub(crate) event_ttl: event_ttl::EventTtl,
+    /// With [`Server::decode_ahead`]: committed objects decoded on a
+    /// thread of their own for the writes that will read them.
+    predecode: std::sync::OnceLock<predecode::Predecode>,
 }
 
 impl Server {
@@ -76,6 +80,7 @@ impl Server {
             compactor: compaction::Compactor::default(),
             namespaces_deleting: peek::DeletingCache::default(),
             event_ttl: event_ttl::EventTtl::default(),
+            predecode: std::sync::OnceLock::new(),
         });
         s.load_custom_resources();
         s

@@ -195,7 +195,7 @@ impl Server {
         }
         for _ in 0..16 {
             let rec = self.get_record(&pods, ns, name)?;
-            let (cur, managed) = super::decode_apart(&rec)?;
+            let (cur, managed) = self.decode_for_write(&rec)?;
             if meta::is_deleting(&cur) {
                 return Err(ApiError::conflict(
                     "pods",

@@ -645,7 +645,7 @@ impl Server {
         }
         for _ in 0..MAX_RETRIES {
             let rec = self.get_record(resource, ns, name)?;
-            let (mut cur, mut managed) = super::decode_apart(&rec)?;
+            let (mut cur, mut managed) = self.decode_for_write(&rec)?;
             if reads_managed {
                 super::restore_managed(&mut cur, managed.take().as_deref());
             }
@@ -902,6 +902,7 @@ impl Server {
         self.compact_if_due();
         // The commit's event names its storage resource: no key to build.
         self.after_write_ttl(committed.event.as_deref());
+        self.decode_later(&obj, committed.event.as_deref());
         match handing {
             Handing::Copied(prepared) => {
                 if let Some(p) = prepared {

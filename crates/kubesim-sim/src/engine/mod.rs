@@ -162,6 +162,9 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     let rng = Rng::seeded(setup.seed);
     let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Options::default()));
     let server = Server::new(store, clock.clone(), rng.clone());
+    // Every component runs on this one thread; the other core decodes
+    // committed objects ahead of the writes that read them.
+    server.decode_ahead();
     server
         .bootstrap()
         .await

@@ -1,0 +1,152 @@
+//! A server that decodes committed objects ahead on a thread of its own
+//! answers and stores exactly what one that decodes on demand does,
+//! through every kind of write that reads a stored object.
+
+use std::sync::Arc;
+
+use kubesim_apiserver::inprocess::InProcess;
+use kubesim_apiserver::Server;
+use kubesim_core::patch::PatchType;
+use kubesim_runtime::{Api, Clock, DeleteOptions, ListOptions, ResourceRef, Rng, WriteOptions};
+use kubesim_store::{MemStore, Store};
+use serde_json::{json, Value};
+
+async fn server(ahead: bool) -> Arc<dyn Api> {
+    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
+    let epoch = jiff::Timestamp::constant(1_767_225_600, 0);
+    let server = Server::new(store, Clock::simulated(epoch), Rng::seeded(1));
+    if ahead {
+        server.decode_ahead();
+    }
+    server.bootstrap().await.expect("bootstrap");
+    Arc::new(InProcess::new(server, "test"))
+}
+
+fn as_manager(name: &str) -> WriteOptions {
+    WriteOptions {
+        field_manager: Some(name.into()),
+        ..Default::default()
+    }
+}
+
+/// Writes pods through their lives on `api`, and returns every answer and
+/// then every pod left, serialized.
+async fn lives(api: &dyn Api) -> Vec<String> {
+    let pods = ResourceRef::core("pods");
+    let mut out = Vec::new();
+    let mut keep = |v: Value| out.push(v.to_string());
+    for i in 0..40 {
+        let name = format!("p{i}");
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        keep(
+            api.create(&pods, "default", pod, &as_manager("creator"))
+                .await
+                .unwrap(),
+        );
+        let binding = json!({"apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": name}, "target": {"name": format!("n{}", i % 3)}});
+        keep(
+            api.create(
+                &ResourceRef::core("bindings"),
+                "default",
+                binding,
+                &Default::default(),
+            )
+            .await
+            .unwrap(),
+        );
+        let running = json!({"status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}]}});
+        keep(
+            api.patch_value(
+                &pods,
+                "default",
+                &name,
+                PatchType::Strategic,
+                running,
+                Some("status"),
+                &as_manager("kubelet"),
+            )
+            .await
+            .unwrap(),
+        );
+        // Every other pod: its labels changed by a JSON Patch that reads
+        // the managedFields, and a graceful deletion.
+        if i % 2 == 0 {
+            let ops = json!([
+                {"op": "test", "path": "/metadata/managedFields/0/manager", "value": "creator"},
+                {"op": "add", "path": "/metadata/labels/b", "value": "c"}
+            ]);
+            keep(
+                api.patch_value(
+                    &pods,
+                    "default",
+                    &name,
+                    PatchType::Json,
+                    ops,
+                    None,
+                    &as_manager("labeller"),
+                )
+                .await
+                .unwrap(),
+            );
+            let graceful = DeleteOptions {
+                grace_period_seconds: Some(30),
+                ..Default::default()
+            };
+            keep(
+                api.delete(&pods, "default", &name, &graceful)
+                    .await
+                    .unwrap(),
+            );
+        }
+    }
+    // The pods finish in the reverse order, and a third of them go.
+    for i in (0..40).rev() {
+        let name = format!("p{i}");
+        let done = json!({"status": {"phase": "Succeeded"}});
+        keep(
+            api.patch_value(
+                &pods,
+                "default",
+                &name,
+                PatchType::Merge,
+                done,
+                Some("status"),
+                &as_manager("kubelet"),
+            )
+            .await
+            .unwrap(),
+        );
+        if i % 3 == 0 {
+            keep(
+                api.delete(&pods, "default", &name, &DeleteOptions::now_status_only())
+                    .await
+                    .unwrap(),
+            );
+        }
+    }
+    let left = api
+        .list(&pods, "default", &ListOptions::default())
+        .await
+        .unwrap();
+    keep(left);
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn decoding_ahead_changes_no_answer_and_no_stored_byte() {
+    let on_demand = lives(server(false).await.as_ref()).await;
+    let ahead = lives(server(true).await.as_ref()).await;
+    assert_eq!(on_demand.len(), ahead.len());
+    for (a, b) in on_demand.iter().zip(&ahead) {
+        assert_eq!(a, b);
+    }
+    // The run did what it says: pods are left, finished and labelled.
+    let left: Value = serde_json::from_str(ahead.last().unwrap()).unwrap();
+    let items = left["items"].as_array().unwrap();
+    assert_eq!(items.len(), 40 - 14);
+    assert!(items.iter().all(|p| p["status"]["phase"] == "Succeeded"));
+}
