@@ -39,7 +39,10 @@ use super::Server;
 /// keep theirs until they finish.
 const SLOTS: usize = 4096;
 
-type Decoded = Result<(Value, Managed), ApiError>;
+/// A stored object decoded for a write: the value, its managedFields
+/// text apart, and the entries that text holds when they were parsed
+/// ahead too (tracking a write reads them).
+type Decoded = Result<(Value, Managed, Option<Vec<Value>>), ApiError>;
 
 /// The decoding thread's handle; dropping it ends the thread.
 pub(crate) struct Predecode {
@@ -66,6 +69,9 @@ struct State {
     /// Every offer in order, for dropping the oldest slots.
     order: VecDeque<(usize, u64)>,
     next: u64,
+    /// Entries parsed ahead for writes that do not read them, for the
+    /// thread to free.
+    discard: Vec<Vec<Value>>,
     /// The thread sleeps on `work` (rather than looking for offers).
     asleep: bool,
     closed: bool,
@@ -94,11 +100,21 @@ impl Server {
         self.predecode.get_or_init(Predecode::start);
     }
 
-    /// A stored object decoded for a write, its managedFields apart.
-    pub(crate) fn decode_for_write(&self, rec: &Arc<Record>) -> Decoded {
-        match self.predecode.get().and_then(|p| p.take(rec)) {
-            Some(decoded) => decoded,
+    /// A stored object decoded for a write that records no managedFields
+    /// entry (a binding, a deletion), its managedFields apart.
+    pub(crate) fn decode_for_write(&self, rec: &Arc<Record>) -> Result<(Value, Managed), ApiError> {
+        match self.predecode.get().and_then(|p| p.take(rec, false)) {
+            Some(decoded) => decoded.map(|(v, m, _)| (v, m)),
             None => decode_apart(rec),
+        }
+    }
+
+    /// A stored object decoded for an update, its managedFields apart, with
+    /// their entries when they were parsed ahead.
+    pub(crate) fn decode_for_update(&self, rec: &Arc<Record>) -> Decoded {
+        match self.predecode.get().and_then(|p| p.take(rec, true)) {
+            Some(decoded) => decoded,
+            None => decode_apart(rec).map(|(v, m)| (v, m, None)),
         }
     }
 
@@ -189,8 +205,9 @@ impl Predecode {
     }
 
     /// The decode of `rec` if the thread has made or is making it (waiting
-    /// for it then); None if the caller is to decode it itself.
-    fn take(&self, rec: &Arc<Record>) -> Option<Decoded> {
+    /// for it then), with the parsed entries if the caller wants them; None
+    /// if the caller is to decode it itself.
+    fn take(&self, rec: &Arc<Record>, entries: bool) -> Option<Decoded> {
         let key = id(rec);
         let mut st = self.shared.state.lock();
         loop {
@@ -206,7 +223,17 @@ impl Predecode {
             }
         }
         match st.slots.remove(&key).map(|s| s.state) {
-            Some(Phase::Done(d)) => Some(d),
+            Some(Phase::Done(Ok((v, m, parsed)))) => {
+                let parsed = match parsed {
+                    Some(list) if !entries => {
+                        st.discard.push(list);
+                        None
+                    }
+                    p => p,
+                };
+                Some(Ok((v, m, parsed)))
+            }
+            Some(Phase::Done(Err(e))) => Some(Err(e)),
             _ => None,
         }
     }
@@ -238,7 +265,10 @@ impl Shared {
                 _ => continue,
             };
             drop(st);
-            let decoded = decode_apart(&record);
+            let decoded = decode_apart(&record).map(|(v, m)| {
+                let entries = m.as_deref().map(kubesim_core::patch::managed_entries);
+                (v, m, entries)
+            });
             st = self.state.lock();
             if let Some(slot) = st.slots.get_mut(&key) {
                 if slot.seq == seq {
@@ -247,9 +277,10 @@ impl Shared {
             }
             self.done.notify_all();
             let dropped = evict(&mut st);
-            if !dropped.is_empty() {
+            let discarded = std::mem::take(&mut st.discard);
+            if !dropped.is_empty() || !discarded.is_empty() {
                 drop(st);
-                drop(dropped);
+                drop((dropped, discarded));
                 st = self.state.lock();
             }
         }
@@ -335,13 +366,17 @@ mod tests {
         }
     }
 
-    fn same(a: Decoded, b: Decoded) {
-        let (a, b) = (a.unwrap(), b.unwrap());
-        assert_eq!(a.0, b.0);
-        assert_eq!(
-            a.1.map(|r| r.get().to_string()),
-            b.1.map(|r| r.get().to_string())
-        );
+    /// `ahead` is what decoding `rec` on demand gives, and its entries
+    /// are those the text holds.
+    fn same(ahead: Decoded, rec: &Record) {
+        let (v, m, entries) = ahead.unwrap();
+        let (want_v, want_m) = decode_apart(rec).unwrap();
+        assert_eq!(v, want_v);
+        let text = |m: &Managed| m.as_ref().map(|r| r.get().to_string());
+        assert_eq!(text(&m), text(&want_m));
+        let want_entries = kubesim_core::patch::managed_entries(&m.unwrap());
+        assert_eq!(want_entries.len(), 1);
+        assert_eq!(entries, Some(want_entries));
     }
 
     #[test]
@@ -349,10 +384,14 @@ mod tests {
         let p = Predecode::started(true);
         let first = record(1, "Pending");
         p.offer(&event(EventType::Added, &first, None), true);
-        let taken = p.take(&first).expect("decoded ahead");
-        same(taken, decode_apart(&first));
+        same(p.take(&first, true).expect("decoded ahead"), &first);
         // Taken once: a second write of the same revision decodes it.
-        assert!(p.take(&first).is_none());
+        assert!(p.take(&first, true).is_none());
+        // A write that records no entry leaves the parsed ones to the thread.
+        let second = record(2, "Running");
+        p.offer(&event(EventType::Modified, &second, Some(&first)), true);
+        let (_, _, entries) = p.take(&second, false).unwrap().unwrap();
+        assert!(entries.is_none());
     }
 
     #[test]
@@ -362,14 +401,14 @@ mod tests {
         let second = record(2, "Running");
         p.offer(&event(EventType::Added, &first, None), true);
         p.offer(&event(EventType::Modified, &second, Some(&first)), true);
-        assert!(p.take(&first).is_none());
+        assert!(p.take(&first, true).is_none());
         let third = record(3, "Succeeded");
         p.offer(&event(EventType::Modified, &third, Some(&second)), false);
-        assert!(p.take(&second).is_none());
-        assert!(p.take(&third).is_none());
+        assert!(p.take(&second, true).is_none());
+        assert!(p.take(&third, true).is_none());
         let gone = record(4, "Succeeded");
         p.offer(&event(EventType::Deleted, &gone, Some(&third)), true);
-        assert!(p.take(&gone).is_none());
+        assert!(p.take(&gone, true).is_none());
         assert!(p.shared.state.lock().slots.is_empty());
     }
 
@@ -384,10 +423,8 @@ mod tests {
         }
         // The newest is decoded first, and each decode drops what is over
         // the bound: waiting for it leaves at most the bound.
-        same(
-            p.take(records.last().unwrap()).unwrap(),
-            decode_apart(records.last().unwrap()),
-        );
+        let newest = records.last().unwrap();
+        same(p.take(newest, true).unwrap(), newest);
         assert!(p.shared.state.lock().slots.len() <= SLOTS);
     }
 }

@@ -645,9 +645,10 @@ impl Server {
         }
         for _ in 0..MAX_RETRIES {
             let rec = self.get_record(resource, ns, name)?;
-            let (mut cur, mut managed) = self.decode_for_write(&rec)?;
+            let (mut cur, mut managed, mut entries) = self.decode_for_update(&rec)?;
             if reads_managed {
                 super::restore_managed(&mut cur, managed.take().as_deref());
+                entries = None;
             }
             let proposed = mutate(&cur)?;
             // A proposal with a list of its own (a client echoing the
@@ -655,14 +656,16 @@ impl Server {
             // echoing it unchanged changes nothing.
             if managed.is_some() && patch::managed_fields::raw(&proposed).is_some() {
                 super::restore_managed(&mut cur, managed.take().as_deref());
+                entries = None;
             }
             let managed = managed.as_deref();
             let rv = meta::resource_version(&proposed);
             if !rv.is_empty() && rv != rec.rev.to_string() {
                 return Err(ApiError::stale(&resource.plural, &resource.group, name));
             }
-            let new =
-                self.prepare_update(resource, ns, name, &cur, managed, proposed, part, mgr)?;
+            let new = self.prepare_update(
+                resource, ns, name, &cur, managed, entries, proposed, part, mgr,
+            )?;
             if same_object(&new, &cur) {
                 super::restore_managed(&mut cur, managed);
                 return Ok(WriteResult {
@@ -716,6 +719,8 @@ impl Server {
     /// Builds the object an update stores from the current one and the
     /// proposal: server metadata kept, subresource boundaries enforced,
     /// generation counted, defaults, validation, managedFields.
+    /// `cur_managed` is the current list as text when `cur` was decoded
+    /// apart, and `cur_entries` its entries if they were parsed already.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn prepare_update(
         &self,
@@ -724,6 +729,7 @@ impl Server {
         name: &str,
         cur: &Value,
         cur_managed: Option<&RawValue>,
+        cur_entries: Option<Vec<Value>>,
         proposed: Value,
         part: Part,
         mgr: Option<&str>,
@@ -871,7 +877,16 @@ impl Server {
             } else {
                 None
             };
-            patch::track_update_if_changed(resource, cur, cur_managed, &mut new, mgr, sub, &now);
+            patch::track_update_if_changed(
+                resource,
+                cur,
+                cur_managed,
+                cur_entries,
+                &mut new,
+                mgr,
+                sub,
+                &now,
+            );
         }
         Ok(new)
     }
