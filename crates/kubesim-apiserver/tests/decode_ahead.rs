@@ -16,7 +16,7 @@ async fn server(ahead: bool) -> Arc<dyn Api> {
     let epoch = jiff::Timestamp::constant(1_767_225_600, 0);
     let server = Server::new(store, Clock::simulated(epoch), Rng::seeded(1));
     if ahead {
-        server.decode_ahead();
+        server.decode_ahead(&kubesim_runtime::Ahead::start());
     }
     server.bootstrap().await.expect("bootstrap");
     Arc::new(InProcess::new(server, "test"))

@@ -2,6 +2,7 @@
 //! [`Rng`], the [`Api`] through which components reach objects, shared
 //! [`Informer`]s, [`WorkQueue`]s and the [`EventRecorder`].
 
+pub mod ahead;
 pub mod api;
 pub mod cache;
 pub mod clock;
@@ -14,6 +15,7 @@ pub mod rng;
 mod spam;
 pub mod workqueue;
 
+pub use ahead::{Ahead, Promise};
 pub use api::{
     Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
 };

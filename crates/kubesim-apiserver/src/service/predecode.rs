@@ -1,5 +1,5 @@
-//! Decoding committed objects ahead of the write that will read them, on a
-//! thread of its own.
+//! Decoding committed objects ahead of the write that will read them, on
+//! the helper thread ([`Ahead`]).
 //!
 //! Nearly every write of an object that exists starts by decoding its
 //! stored bytes (`apart::decode_apart`), and in a simulation that decode
@@ -9,26 +9,22 @@
 //! be made as soon as the record is committed, on the machine's other
 //! core, and taken by the write that needs it: that write gets exactly the
 //! value it would have decoded, whichever thread decoded it, so what a run
-//! computes does not depend on which side was faster.
+//! computes does not depend on which side was faster. The managedFields
+//! entries are parsed too, for the updates that record their writer.
 //!
 //! Records are known by identity: a stored revision is one `Arc<Record>`,
 //! which a slot holds, so its address names that revision while the slot
 //! lives. A commit drops the slot of the revision it replaced. Slots not
 //! taken (objects not written again soon) are dropped oldest first beyond
-//! [`SLOTS`], by the decoding thread, which also frees what they held.
-//!
-//! Waking a sleeping thread for each commit cost more than the decodes
-//! saved (a system call per write), so the thread looks for offers for a
-//! while before it sleeps: while a simulation runs, it keeps the second
-//! core busy.
+//! [`SLOTS`], and what they held is freed on the helper thread.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use kubesim_core::ApiError;
+use kubesim_runtime::{Ahead, Promise};
 use kubesim_store::{Event, EventType, Record};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::apart::{decode_apart, Managed};
@@ -44,60 +40,37 @@ const SLOTS: usize = 4096;
 /// ahead too (tracking a write reads them).
 type Decoded = Result<(Value, Managed, Option<Vec<Value>>), ApiError>;
 
-/// The decoding thread's handle; dropping it ends the thread.
 pub(crate) struct Predecode {
-    shared: Arc<Shared>,
-}
-
-struct Shared {
+    ahead: Ahead,
+    slots: Mutex<Slots>,
+    /// Whether a write waits for a decode the thread has not begun (for
+    /// tests, which then know every offer is taken).
     patient: bool,
-    state: Mutex<State>,
-    /// Offers made so far: the thread watches it without the lock.
-    offered: AtomicU64,
-    /// The decoding thread waits here for offers.
-    work: Condvar,
-    /// A write waits here for the decode the thread is making for it.
-    done: Condvar,
 }
 
 #[derive(Default)]
-struct State {
-    slots: HashMap<usize, Slot>,
-    /// Offers not yet decoded, newest last: the newest is decoded first,
-    /// as the write that reads it is the likeliest to come soon.
-    queue: Vec<(usize, u64)>,
+struct Slots {
+    by_record: HashMap<usize, Slot>,
     /// Every offer in order, for dropping the oldest slots.
     order: VecDeque<(usize, u64)>,
     next: u64,
-    /// Entries parsed ahead for writes that do not read them, for the
-    /// thread to free.
-    discard: Vec<Vec<Value>>,
-    /// The thread sleeps on `work` (rather than looking for offers).
-    asleep: bool,
-    closed: bool,
 }
 
 struct Slot {
     record: Arc<Record>,
     /// The offer that made the slot: an address may name a later record
-    /// once the slot is gone, and the queue and order must not take that
-    /// one for it.
+    /// once the slot is gone, and `order` must not take that one for it.
     seq: u64,
-    state: Phase,
-}
-
-enum Phase {
-    Queued,
-    Decoding,
-    Done(Decoded),
+    decoded: Promise<Decoded>,
 }
 
 impl Server {
-    /// Decodes committed objects on a thread of their own, for the writes
-    /// that will read them. For a simulation, whose components all share
-    /// one thread; once on, it stays on.
-    pub fn decode_ahead(&self) {
-        self.predecode.get_or_init(Predecode::start);
+    /// Decodes committed objects on `ahead`'s thread, for the writes that
+    /// will read them. For a simulation, whose components all share one
+    /// thread; once on, it stays on.
+    pub fn decode_ahead(&self, ahead: &Ahead) {
+        self.predecode
+            .get_or_init(|| Predecode::new(ahead.clone(), false));
     }
 
     /// A stored object decoded for a write that records no managedFields
@@ -144,63 +117,62 @@ fn id(rec: &Arc<Record>) -> usize {
 }
 
 impl Predecode {
-    /// Starts the decoding thread.
-    fn start() -> Predecode {
-        Predecode::started(false)
-    }
-
-    /// With `patient`, a write waits for a decode the thread has not
-    /// started yet too (for tests, which then know every offer is taken).
-    fn started(patient: bool) -> Predecode {
-        let shared = Arc::new(Shared {
+    fn new(ahead: Ahead, patient: bool) -> Predecode {
+        Predecode {
+            ahead,
+            slots: Mutex::default(),
             patient,
-            state: Mutex::new(State::default()),
-            offered: AtomicU64::new(0),
-            work: Condvar::new(),
-            done: Condvar::new(),
-        });
-        let s = shared.clone();
-        std::thread::Builder::new()
-            .name("kubesim-predecode".into())
-            .spawn(move || s.run())
-            .expect("spawn the decoding thread");
-        Predecode { shared }
+        }
     }
 
     /// After a commit: the revision it replaced is no longer worth
     /// decoding, and the new one is queued if `decode` and the object is
     /// not gone.
     fn offer(&self, event: &Event, decode: bool) {
-        let mut st = self.shared.state.lock();
-        if let Some(prev) = &event.prev {
-            // Dropped here only when nothing took it; rare, as every write
-            // that replaces a revision has taken its decode.
-            st.slots.remove(&id(prev));
+        let mut st = self.slots.lock();
+        let replaced = event
+            .prev
+            .as_ref()
+            .and_then(|prev| st.by_record.remove(&id(prev)));
+        let mut gone = Vec::new();
+        if decode && event.kind != EventType::Deleted {
+            let record = event.record.clone();
+            let decoded = self.ahead.spawn({
+                let record = record.clone();
+                move || {
+                    decode_apart(&record).map(|(v, m)| {
+                        let entries = m.as_deref().map(kubesim_core::patch::managed_entries);
+                        (v, m, entries)
+                    })
+                }
+            });
+            let key = id(&record);
+            let seq = st.next;
+            st.next += 1;
+            st.by_record.insert(
+                key,
+                Slot {
+                    record,
+                    seq,
+                    decoded,
+                },
+            );
+            st.order.push_back((key, seq));
+            while st.by_record.len() > SLOTS || st.order.len() > 2 * SLOTS {
+                let Some((key, seq)) = st.order.pop_front() else {
+                    break;
+                };
+                if st.by_record.get(&key).is_some_and(|s| s.seq == seq) {
+                    gone.extend(st.by_record.remove(&key));
+                }
+            }
         }
-        if !decode || event.kind == EventType::Deleted {
-            return;
-        }
-        let key = id(&event.record);
-        let seq = st.next;
-        st.next += 1;
-        st.slots.insert(
-            key,
-            Slot {
-                record: event.record.clone(),
-                seq,
-                state: Phase::Queued,
-            },
-        );
-        st.queue.push((key, seq));
-        st.order.push_back((key, seq));
-        let asleep = st.asleep;
         drop(st);
-        self.shared.offered.fetch_add(1, Ordering::Release);
-        // Waking a sleeping thread is a system call, dearer than the
-        // decode itself; it is needed only after the thread found no work
-        // for a while.
-        if asleep {
-            self.shared.work.notify_one();
+        // Rare for a replaced revision, as every write that replaces one
+        // has taken its decode.
+        gone.extend(replaced);
+        if !gone.is_empty() {
+            self.ahead.drop_later(gone);
         }
     }
 
@@ -208,131 +180,27 @@ impl Predecode {
     /// for it then), with the parsed entries if the caller wants them; None
     /// if the caller is to decode it itself.
     fn take(&self, rec: &Arc<Record>, entries: bool) -> Option<Decoded> {
-        let key = id(rec);
-        let mut st = self.shared.state.lock();
-        loop {
-            let slot = st.slots.get(&key)?;
-            if !Arc::ptr_eq(&slot.record, rec) {
-                return None;
+        let slot = {
+            let mut st = self.slots.lock();
+            let key = id(rec);
+            match st.by_record.get(&key) {
+                Some(s) if Arc::ptr_eq(&s.record, rec) => st.by_record.remove(&key)?,
+                _ => return None,
             }
-            match slot.state {
-                Phase::Decoding => self.shared.done.wait(&mut st),
-                Phase::Queued if self.shared.patient => self.shared.done.wait(&mut st),
-                // Not started: the caller decodes now rather than wait.
-                Phase::Queued | Phase::Done(_) => break,
-            }
-        }
-        match st.slots.remove(&key).map(|s| s.state) {
-            Some(Phase::Done(Ok((v, m, parsed)))) => {
-                let parsed = match parsed {
-                    Some(list) if !entries => {
-                        st.discard.push(list);
-                        None
-                    }
-                    p => p,
-                };
-                Some(Ok((v, m, parsed)))
-            }
-            Some(Phase::Done(Err(e))) => Some(Err(e)),
-            _ => None,
-        }
-    }
-}
-
-impl Drop for Predecode {
-    fn drop(&mut self) {
-        self.shared.state.lock().closed = true;
-        self.shared.work.notify_one();
-    }
-}
-
-impl Shared {
-    fn run(&self) {
-        let mut st = self.state.lock();
-        loop {
-            if st.closed {
-                return;
-            }
-            let Some((key, seq)) = st.queue.pop() else {
-                st = self.idle(st);
-                continue;
-            };
-            let record = match st.slots.get_mut(&key) {
-                Some(slot) if slot.seq == seq && matches!(slot.state, Phase::Queued) => {
-                    slot.state = Phase::Decoding;
-                    slot.record.clone()
-                }
-                _ => continue,
-            };
-            drop(st);
-            let decoded = decode_apart(&record).map(|(v, m)| {
-                let entries = m.as_deref().map(kubesim_core::patch::managed_entries);
-                (v, m, entries)
-            });
-            st = self.state.lock();
-            if let Some(slot) = st.slots.get_mut(&key) {
-                if slot.seq == seq {
-                    slot.state = Phase::Done(decoded);
-                }
-            }
-            self.done.notify_all();
-            let dropped = evict(&mut st);
-            let discarded = std::mem::take(&mut st.discard);
-            if !dropped.is_empty() || !discarded.is_empty() {
-                drop(st);
-                drop((dropped, discarded));
-                st = self.state.lock();
-            }
-        }
-    }
-}
-
-impl Shared {
-    /// Waits for an offer: looks again for a while (offers come every few
-    /// microseconds while a simulation runs), then sleeps until woken.
-    fn idle<'a>(
-        &'a self,
-        st: parking_lot::MutexGuard<'a, State>,
-    ) -> parking_lot::MutexGuard<'a, State> {
-        let seen = self.offered.load(Ordering::Acquire);
-        drop(st);
-        for _ in 0..SPINS {
-            std::hint::spin_loop();
-            if self.offered.load(Ordering::Acquire) != seen {
-                break;
-            }
-        }
-        let mut st = self.state.lock();
-        while st.queue.is_empty() && !st.closed {
-            st.asleep = true;
-            self.work.wait(&mut st);
-            st.asleep = false;
-        }
-        st
-    }
-}
-
-/// Times the thread looks for offers before it sleeps.
-const SPINS: usize = 20_000;
-
-/// Takes the oldest slots out beyond [`SLOTS`], for the caller to free
-/// outside the lock.
-fn evict(st: &mut State) -> Vec<Slot> {
-    let mut out = Vec::new();
-    // Offers the thread fell too far behind on are not worth decoding.
-    if st.queue.len() > 2 * SLOTS {
-        let stale = st.queue.len() - SLOTS;
-        st.queue.drain(..stale);
-    }
-    while st.slots.len() > SLOTS || st.order.len() > 2 * SLOTS {
-        let Some((key, seq)) = st.order.pop_front() else {
-            break;
         };
-        if st.slots.get(&key).is_some_and(|s| s.seq == seq) {
-            out.extend(st.slots.remove(&key));
+        let decoded = if self.patient {
+            slot.decoded.get()
+        } else {
+            slot.decoded.try_get()?
+        };
+        match decoded {
+            Ok((v, m, Some(list))) if !entries => {
+                self.ahead.drop_later(list);
+                Some(Ok((v, m, None)))
+            }
+            d => Some(d),
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -381,7 +249,7 @@ mod tests {
 
     #[test]
     fn an_offered_revision_is_decoded_as_on_demand() {
-        let p = Predecode::started(true);
+        let p = Predecode::new(Ahead::start(), true);
         let first = record(1, "Pending");
         p.offer(&event(EventType::Added, &first, None), true);
         same(p.take(&first, true).expect("decoded ahead"), &first);
@@ -396,7 +264,7 @@ mod tests {
 
     #[test]
     fn replaced_deleted_and_unoffered_revisions_are_not_kept() {
-        let p = Predecode::started(true);
+        let p = Predecode::new(Ahead::start(), true);
         let first = record(1, "Pending");
         let second = record(2, "Running");
         p.offer(&event(EventType::Added, &first, None), true);
@@ -409,22 +277,22 @@ mod tests {
         let gone = record(4, "Succeeded");
         p.offer(&event(EventType::Deleted, &gone, Some(&third)), true);
         assert!(p.take(&gone, true).is_none());
-        assert!(p.shared.state.lock().slots.is_empty());
+        assert!(p.slots.lock().by_record.is_empty());
     }
 
     #[test]
     fn the_oldest_slots_go_beyond_the_bound() {
-        let p = Predecode::started(true);
+        let p = Predecode::new(Ahead::start(), true);
         let records: Vec<_> = (0..SLOTS as u64 + 10)
             .map(|i| record(i, "Running"))
             .collect();
         for r in &records {
             p.offer(&event(EventType::Added, r, None), true);
         }
-        // The newest is decoded first, and each decode drops what is over
-        // the bound: waiting for it leaves at most the bound.
+        assert_eq!(p.slots.lock().by_record.len(), SLOTS);
+        // The oldest went; the newest are decoded as on demand.
+        assert!(p.take(&records[0], true).is_none());
         let newest = records.last().unwrap();
         same(p.take(newest, true).unwrap(), newest);
-        assert!(p.shared.state.lock().slots.len() <= SLOTS);
     }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use kubesim_apiserver::inprocess::InProcess;
 use kubesim_apiserver::Server;
-use kubesim_runtime::{Api, Clock, Informers, ResourceRef, Rng, WriteOptions};
+use kubesim_runtime::{Ahead, Api, Clock, Informers, ResourceRef, Rng, WriteOptions};
 use kubesim_store::{MemStore, Options, Store};
 use serde_json::Value;
 
@@ -162,9 +162,11 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     let rng = Rng::seeded(setup.seed);
     let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Options::default()));
     let server = Server::new(store, clock.clone(), rng.clone());
-    // Every component runs on this one thread; the other core decodes
-    // committed objects ahead of the writes that read them.
-    server.decode_ahead();
+    // Every component runs on this one thread; the other core does work
+    // whose results are wanted later: decoding committed objects ahead of
+    // the writes that read them.
+    let ahead = Ahead::start();
+    server.decode_ahead(&ahead);
     server
         .bootstrap()
         .await
