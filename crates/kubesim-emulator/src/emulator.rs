@@ -29,6 +29,9 @@ pub struct EmulatorConfig {
     pub leases: bool,
     /// Publish emulated resource usage as metrics every 15 s.
     pub usage: bool,
+    /// A helper thread for work whose results are wanted later (the
+    /// patches of delayed stages, rendered ahead).
+    pub ahead: Option<kubesim_runtime::Ahead>,
 }
 
 impl Default for EmulatorConfig {
@@ -40,6 +43,7 @@ impl Default for EmulatorConfig {
             stages: None,
             leases: true,
             usage: true,
+            ahead: None,
         }
     }
 }
@@ -155,6 +159,7 @@ impl Emulator {
                 informers.get(&ResourceRef::core("nodes")).cache(),
             ),
             registry: kubesim_core::Registry::new(),
+            ahead: config.ahead.clone(),
         });
         let stages = stage::engine::run(
             shared,

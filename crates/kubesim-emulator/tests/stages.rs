@@ -8,10 +8,11 @@ use std::path::PathBuf;
 
 use kubesim_core::meta;
 use kubesim_emulator::stage::{stage_objects_from_yaml, stages_resource, Stage};
-use kubesim_runtime::{DeleteOptions, ResourceRef, WriteOptions};
+use kubesim_emulator::EmulatorConfig;
+use kubesim_runtime::{Ahead, DeleteOptions, ListOptions, ResourceRef, WriteOptions};
 use serde_json::{json, Value};
 
-use common::{start, Env};
+use common::{start, start_with, Env};
 
 fn shared() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
@@ -188,6 +189,44 @@ async fn run_duration_completes_pods_and_deletion_finishes() {
     assert!(gone["metadata"]["deletionTimestamp"].is_string());
     env.sleep(2).await;
     assert!(env.get(&pods, "default", "svc").await.is_none());
+}
+
+/// Pods of several run durations on one node, run to completion: every
+/// pod as stored at the end.
+async fn finished_pods(config: EmulatorConfig) -> Vec<String> {
+    let env = start_with(config).await;
+    let nodes = ResourceRef::core("nodes");
+    let pods = ResourceRef::core("pods");
+    env.create(nodes.clone(), "", node("n1")).await;
+    env.wait(&nodes, "", "n1", ready).await;
+    for (i, secs) in [170, 45, 3600, 1].into_iter().enumerate() {
+        let mut p = pod(&format!("job{i}"), "n1");
+        p["metadata"]["annotations"] = json!({"kubesim.io/run-duration": format!("{secs}s")});
+        p["spec"]["restartPolicy"] = json!("Never");
+        env.create(pods.clone(), "default", p).await;
+        env.sleep(7).await;
+    }
+    env.sleep(3700).await;
+    let list = env
+        .api
+        .list(&pods, "default", &ListOptions::default())
+        .await
+        .unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 4);
+    assert!(items.iter().all(|p| p["status"]["phase"] == "Succeeded"));
+    items.iter().map(Value::to_string).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn completions_rendered_ahead_are_those_rendered_when_due() {
+    let due = finished_pods(EmulatorConfig::default()).await;
+    let ahead = finished_pods(EmulatorConfig {
+        ahead: Some(Ahead::start()),
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(due, ahead);
 }
 
 #[tokio::test(start_paused = true)]

@@ -136,6 +136,12 @@ impl Ahead {
     }
 }
 
+impl std::fmt::Debug for Ahead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ahead")
+    }
+}
+
 impl Drop for Handle {
     fn drop(&mut self) {
         self.shared.state.lock().closed = true;

@@ -228,19 +228,49 @@ fn strings(v: Vec<String>) -> Value {
     Value::Array(v.into_iter().map(Value::String).collect())
 }
 
+/// kwok's functions whose answers depend on nothing but their arguments,
+/// the node's name, the time and the start time: a render made ahead of
+/// time may call these. None for any other name.
+fn known_ahead(
+    name: &str,
+    args: &[Value],
+    node: &str,
+    now: impl FnOnce() -> String,
+    start_time: &str,
+) -> Option<Result<Value, String>> {
+    Some(Ok(match name {
+        "Now" => Value::String(now()),
+        "StartTime" => Value::String(start_time.to_string()),
+        "Version" => Value::String(env!("CARGO_PKG_VERSION").into()),
+        "Quote" => quote(args.first().unwrap_or(&Value::Null)),
+        "YAML" => return Some(yaml(args)),
+        "NodeConditions" => node_conditions(),
+        "NodeName" => Value::String(node.to_string()),
+        "NodePort" => json!(KUBELET_PORT),
+        _ => return None,
+    }))
+}
+
+/// kwok's functions that read other objects (a node's addresses) or hand
+/// addresses out: only a render made when due may call them.
+const READING: [&str; 6] = [
+    "NodeIP",
+    "NodeIPWith",
+    "NodeIPsWith",
+    "PodIPWith",
+    "PodIPsWith",
+    "PodIP",
+];
+
 impl Funcs for KwokFuncs<'_> {
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         let ctx = self.ctx;
+        let now = || meta::format_time(ctx.clock.now());
+        if let Some(answer) = known_ahead(name, args, self.node, now, &ctx.start_time) {
+            return Some(answer);
+        }
         let first = |v: Vec<String>| v.into_iter().next().map(Value::String).unwrap_or_default();
         Some(Ok(match name {
-            "Now" => Value::String(meta::format_time(ctx.clock.now())),
-            "StartTime" => Value::String(ctx.start_time.clone()),
-            "Version" => Value::String(env!("CARGO_PKG_VERSION").into()),
-            "Quote" => quote(args.first().unwrap_or(&Value::Null)),
-            "YAML" => return Some(yaml(args)),
-            "NodeConditions" => node_conditions(),
-            "NodeName" => Value::String(self.node.to_string()),
-            "NodePort" => json!(KUBELET_PORT),
             "NodeIP" => first(ctx.node_ips(self.node)),
             "NodeIPWith" => first(ctx.node_ips(arg_str(args, 0))),
             "NodeIPsWith" => strings(ctx.node_ips(arg_str(args, 0))),
@@ -257,6 +287,27 @@ impl Funcs for KwokFuncs<'_> {
             "PodIP" => first(ctx.pod_ips(self.node, false, &ctx.clock.now().to_string())),
             _ => return None,
         }))
+    }
+}
+
+/// The functions for a render made ahead of time, as it would be made at
+/// `now`: kwok's functions of the object, its node's name and the time;
+/// the others fail, leaving the render to be made when due.
+pub struct AheadFuncs {
+    pub node: String,
+    /// `Now`, as formatted.
+    pub now: String,
+    pub start_time: String,
+}
+
+impl Funcs for AheadFuncs {
+    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+        let now = || self.now.clone();
+        known_ahead(name, args, &self.node, now, &self.start_time).or_else(|| {
+            READING
+                .contains(&name)
+                .then(|| Err(format!("{name} is not known ahead of time")))
+        })
     }
 }
 
@@ -334,5 +385,41 @@ mod tests {
         );
         assert_eq!(call("NodeConditions", &[]).as_array().unwrap().len(), 5);
         assert_eq!(call("Now", &[]), json!("2026-01-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn ahead_of_time_only_the_functions_of_the_object_node_name_and_time_answer() {
+        let c = ctx(vec![json!({"metadata": {"name": "n1"},
+            "status": {"addresses": [{"type": "InternalIP", "address": "172.16.0.9"}]}})]);
+        let due = KwokFuncs {
+            ctx: &c,
+            node: "n1",
+        };
+        let ahead = AheadFuncs {
+            node: "n1".into(),
+            now: "2026-01-01T00:00:00Z".into(),
+            start_time: c.start_time.clone(),
+        };
+        let args = [json!({"cpu": "1"}), json!(2)];
+        for name in [
+            "Now",
+            "StartTime",
+            "Version",
+            "Quote",
+            "YAML",
+            "NodeConditions",
+            "NodeName",
+            "NodePort",
+        ] {
+            assert_eq!(ahead.call(name, &args), due.call(name, &args), "{name}");
+            assert!(due.call(name, &args).unwrap().is_ok(), "{name}");
+        }
+        for name in READING {
+            assert!(due.call(name, &[json!("n1")]).is_some(), "{name}");
+            assert!(ahead.call(name, &[json!("n1")]).unwrap().is_err(), "{name}");
+        }
+        // Names kwok does not define are left to the built-ins by both.
+        assert!(ahead.call("list", &[]).is_none());
+        assert!(due.call("list", &[]).is_none());
     }
 }

@@ -9,19 +9,19 @@ use std::time::Duration;
 
 use kubesim_core::{meta, ApiError, Registry};
 use kubesim_runtime::{
-    retryable, run_workers, Api, Cache, Change, Clock, EventRecorder, ObjectKey, Requeue, Rng,
-    WorkQueue,
+    retryable, run_workers, Ahead, Api, Cache, Change, Clock, EventRecorder, ObjectKey, Promise,
+    Requeue, Rng, WorkQueue,
 };
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::funcs::{ip_owner, FuncContext, KwokFuncs};
+use super::funcs::{ip_owner, AheadFuncs, FuncContext, KwokFuncs};
 use super::jq::Input;
 use super::resolve::Target;
 use super::select::choose;
 use super::spec::{Stage, Step};
-use super::steps::{Failed, Outcome, Steps};
+use super::steps::{patch_body, Failed, Outcome, Rendered, Steps};
 use crate::apate::{fail_creation, Faults, Gate, PodAction};
 use crate::managed::NodeSelector;
 
@@ -40,6 +40,9 @@ pub struct Shared {
     pub selector: NodeSelector,
     pub funcs: FuncContext,
     pub registry: Registry,
+    /// Where the first patch of a delayed stage is rendered ahead, when
+    /// its template calls only functions known ahead of time.
+    pub ahead: Option<Ahead>,
 }
 
 #[derive(Clone)]
@@ -58,6 +61,29 @@ struct Job {
     /// that decode cost more than the rest of choosing its stage; it is
     /// the object without managedFields, one per object with a job.
     obj: Option<Arc<Value>>,
+    /// The stage's first patch rendered ahead for `obj`, when due.
+    rendered: Option<Arc<RenderedAhead>>,
+}
+
+/// A stage's first patch as rendered ahead, on another thread, for the
+/// object a job was planned for and the time it is due at: the same
+/// render a kubelet makes then, if it acts then, on that object, for that
+/// node, and the template calls only functions known ahead of time.
+struct RenderedAhead {
+    node: String,
+    now: String,
+    body: Mutex<Option<Promise<Result<Rendered, String>>>>,
+}
+
+impl RenderedAhead {
+    /// The render, if it was made for `node` at `now` and is ready (or
+    /// being made); None leaves it to the caller.
+    fn take(&self, node: &str, now: &str) -> Option<Rendered> {
+        if self.node != node || self.now != now {
+            return None;
+        }
+        self.body.lock().take()?.try_get()?.ok()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +211,7 @@ impl Lifecycle {
         let delay = stage
             .delay
             .compute(&input, self.shared.clock.now(), &self.shared.rng);
+        let rendered = self.render_ahead(&stage, cached, delay);
         let job = Job {
             rv: rv.to_string(),
             stage,
@@ -192,9 +219,45 @@ impl Lifecycle {
             step: 0,
             latency_paid: false,
             obj: cached.cloned(),
+            rendered,
         };
         self.pending.lock().insert(key.clone(), job);
         self.queue.add_after(key, delay);
+    }
+
+    /// Renders the first step of `stage` on the helper thread, as it will
+    /// render `delay` from now, when that step is a patch and there is
+    /// time to: most stages that wait (a pod running for its duration)
+    /// end in one patch, whose render is then off this thread.
+    fn render_ahead(
+        &self,
+        stage: &Arc<Stage>,
+        obj: Option<&Arc<Value>>,
+        delay: Duration,
+    ) -> Option<Arc<RenderedAhead>> {
+        let (Some(ahead), Some(obj)) = (&self.shared.ahead, obj) else {
+            return None;
+        };
+        if delay.is_zero() || !matches!(stage.steps.first(), Some(Step::Patch(_))) {
+            return None;
+        }
+        let at = self.shared.clock.now().checked_add(delay).ok()?;
+        let funcs = AheadFuncs {
+            node: self.kubelet_node(obj).unwrap_or("").to_string(),
+            now: meta::format_time(at),
+            start_time: self.shared.funcs.start_time.clone(),
+        };
+        let (node, now) = (funcs.node.clone(), funcs.now.clone());
+        let (stage, obj) = (stage.clone(), obj.clone());
+        let body = ahead.spawn(move || match stage.steps.first() {
+            Some(Step::Patch(p)) => patch_body(&stage, p, &obj, &funcs),
+            _ => Ok(None),
+        });
+        Some(Arc::new(RenderedAhead {
+            node,
+            now,
+            body: Mutex::new(Some(body)),
+        }))
     }
 
     pub async fn run(self: Arc<Self>) {
@@ -281,6 +344,12 @@ impl Lifecycle {
             Gate::Proceed(_) => {}
         }
         let node = self.kubelet_node(&obj).unwrap_or("");
+        // The render made ahead holds for the object it was made for.
+        let first = job
+            .rendered
+            .as_ref()
+            .filter(|_| job.step == 0 && job.obj.as_ref().is_some_and(|o| Arc::ptr_eq(o, &obj)))
+            .and_then(|r| r.take(node, &meta::format_time(self.shared.clock.now())));
         let steps = Steps {
             api: &self.shared.api,
             recorder: &self.shared.recorder,
@@ -291,7 +360,7 @@ impl Lifecycle {
             target: &self.target,
             registry: &self.shared.registry,
         };
-        match steps.run(&job.stage, &obj, job.step).await {
+        match steps.run(&job.stage, &obj, job.step, first).await {
             Ok(outcome) => {
                 self.finish(&key, &job);
                 if let (Outcome::Written(Some(o)), true) = (outcome, job.stage.immediate_next_stage)

@@ -53,12 +53,14 @@ fn opts() -> WriteOptions {
 }
 
 impl Steps<'_> {
-    /// Runs the steps of `stage` from index `from` on `obj`.
+    /// Runs the steps of `stage` from index `from` on `obj`; `first` is
+    /// that step's patch as rendered ahead, if it was.
     pub async fn run(
         &self,
         stage: &Stage,
         obj: &Arc<Value>,
         from: usize,
+        mut first: Option<Rendered>,
     ) -> Result<Outcome, Failed> {
         // Shared rather than copied: each write replaces it whole.
         let mut current: Arc<Value> = obj.clone();
@@ -115,7 +117,10 @@ impl Steps<'_> {
                         Err(e) => return Err(fail(e)),
                     }
                 }
-                Step::Patch(p) => match self.patch_step(stage, p, &current, lean(stage, i)).await {
+                Step::Patch(p) => match self
+                    .patch_step(stage, p, &current, lean(stage, i), first.take())
+                    .await
+                {
                     // Nothing reads what the last step wrote.
                     Ok(Some(_)) if lean(stage, i) => {}
                     Ok(Some(o)) => {
@@ -150,10 +155,13 @@ impl Steps<'_> {
         p: &Patch,
         obj: &Value,
         version_only: bool,
+        rendered: Option<Rendered>,
     ) -> Result<Option<Value>, ApiError> {
-        let Some((kind, body)) =
-            patch_body(stage, p, obj, &self.funcs).map_err(ApiError::bad_request)?
-        else {
+        let rendered = match rendered {
+            Some(r) => r,
+            None => patch_body(stage, p, obj, &self.funcs).map_err(ApiError::bad_request)?,
+        };
+        let Some((kind, body)) = rendered else {
             return Ok(None);
         };
         let opts = WriteOptions {
@@ -239,6 +247,10 @@ pub fn render(t: &crate::gotpl::Template, obj: &Value, funcs: &dyn Funcs) -> Res
     serde_saphyr::from_str(&text).map_err(|e| format!("template output is not YAML: {e}"))
 }
 
+/// What a patch step sends: its type and body (None when its template
+/// renders nothing).
+pub type Rendered = Option<(PatchType, Value)>;
+
 /// The type and body of the patch a step sends for `obj` (None when the
 /// template renders nothing): the rendered value under `root`, as a
 /// strategic merge for Pods and Nodes and a merge patch otherwise unless
@@ -248,7 +260,7 @@ pub fn patch_body(
     p: &Patch,
     obj: &Value,
     funcs: &dyn Funcs,
-) -> Result<Option<(PatchType, Value)>, String> {
+) -> Result<Rendered, String> {
     let rendered = render(&p.template, obj, funcs)?;
     if rendered.is_null() {
         return Ok(None);

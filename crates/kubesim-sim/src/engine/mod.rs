@@ -164,7 +164,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     let server = Server::new(store, clock.clone(), rng.clone());
     // Every component runs on this one thread; the other core does work
     // whose results are wanted later: decoding committed objects ahead of
-    // the writes that read them.
+    // the writes that read them, rendering the patches of stages that wait.
     let ahead = Ahead::start();
     server.decode_ahead(&ahead);
     server
@@ -241,6 +241,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             stages: Some(stages),
             leases: false,
             usage: false,
+            ahead: Some(ahead.clone()),
             ..Default::default()
         },
     ));
