@@ -210,6 +210,12 @@ impl Api for InProcess {
         false
     }
 
+    fn expect_writes(&self, r: &ResourceRef, objects: &[(&str, &str)]) {
+        if let Ok(res) = self.resource(r) {
+            self.server.decode_soon(&res, objects);
+        }
+    }
+
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
         let res = self.resource(r)?;
         Self::check(&res, ns, None, true)?;

@@ -127,6 +127,11 @@ pub trait Api: Send + Sync {
     fn watches_expire(&self) -> bool {
         true
     }
+    /// Tells the API that the caller is about to write these objects
+    /// (namespace and name), in this order, so that it may prepare (the
+    /// in-process server of a simulation decodes them ahead on its helper
+    /// thread). Changes nothing any request answers.
+    fn expect_writes(&self, _r: &ResourceRef, _objects: &[(&str, &str)]) {}
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError>;
     /// A list object (`items`, `metadata.resourceVersion`, `metadata.continue`).
     async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError>;

@@ -21,7 +21,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use kubesim_core::ApiError;
+use kubesim_core::{ApiError, ResourceInfo};
 use kubesim_runtime::{Ahead, Promise};
 use kubesim_store::{Event, EventType, Record};
 use parking_lot::Mutex;
@@ -91,6 +91,21 @@ impl Server {
         }
     }
 
+    /// Queues the stored objects a caller is about to write, in that order,
+    /// for decoding (a pod garbage collector's pass: its deletions read no
+    /// managedFields entries).
+    pub(crate) fn decode_soon(&self, resource: &ResourceInfo, objects: &[(&str, &str)]) {
+        let Some(p) = self.predecode.get() else {
+            return;
+        };
+        // The newest offer is decoded first.
+        for (ns, name) in objects.iter().rev() {
+            if let Ok(rec) = self.get_record(resource, ns, name) {
+                p.queue(rec, false);
+            }
+        }
+    }
+
     /// After the commit of `obj`: its new revision queued for decoding,
     /// unless it is unlikely to be written again soon: Events hardly ever
     /// are, and a finished pod only when it is deleted, long after.
@@ -129,48 +144,61 @@ impl Predecode {
     /// decoding, and the new one is queued if `decode` and the object is
     /// not gone.
     fn offer(&self, event: &Event, decode: bool) {
-        let mut st = self.slots.lock();
+        // Rare, as every write that replaces a revision has taken its
+        // decode.
         let replaced = event
             .prev
             .as_ref()
-            .and_then(|prev| st.by_record.remove(&id(prev)));
-        let mut gone = Vec::new();
+            .and_then(|prev| self.slots.lock().by_record.remove(&id(prev)));
+        if let Some(slot) = replaced {
+            self.ahead.drop_later(slot);
+        }
         if decode && event.kind != EventType::Deleted {
-            let record = event.record.clone();
-            let decoded = self.ahead.spawn({
-                let record = record.clone();
-                move || {
-                    decode_apart(&record).map(|(v, m)| {
-                        let entries = m.as_deref().map(kubesim_core::patch::managed_entries);
-                        (v, m, entries)
-                    })
-                }
-            });
-            let key = id(&record);
-            let seq = st.next;
-            st.next += 1;
-            st.by_record.insert(
-                key,
-                Slot {
-                    record,
-                    seq,
-                    decoded,
-                },
-            );
-            st.order.push_back((key, seq));
-            while st.by_record.len() > SLOTS || st.order.len() > 2 * SLOTS {
-                let Some((key, seq)) = st.order.pop_front() else {
-                    break;
-                };
-                if st.by_record.get(&key).is_some_and(|s| s.seq == seq) {
-                    gone.extend(st.by_record.remove(&key));
-                }
+            self.queue(event.record.clone(), true);
+        }
+    }
+
+    /// Queues `record` for decoding, unless it is already, with its
+    /// managedFields entries parsed if `entries`.
+    fn queue(&self, record: Arc<Record>, entries: bool) {
+        let key = id(&record);
+        let mut st = self.slots.lock();
+        if st.by_record.contains_key(&key) {
+            return;
+        }
+        let decoded = self.ahead.spawn({
+            let record = record.clone();
+            move || {
+                decode_apart(&record).map(|(v, m)| {
+                    let parsed = match &m {
+                        Some(text) if entries => Some(kubesim_core::patch::managed_entries(text)),
+                        _ => None,
+                    };
+                    (v, m, parsed)
+                })
+            }
+        });
+        let seq = st.next;
+        st.next += 1;
+        st.by_record.insert(
+            key,
+            Slot {
+                record,
+                seq,
+                decoded,
+            },
+        );
+        st.order.push_back((key, seq));
+        let mut gone = Vec::new();
+        while st.by_record.len() > SLOTS || st.order.len() > 2 * SLOTS {
+            let Some((key, seq)) = st.order.pop_front() else {
+                break;
+            };
+            if st.by_record.get(&key).is_some_and(|s| s.seq == seq) {
+                gone.extend(st.by_record.remove(&key));
             }
         }
         drop(st);
-        // Rare for a replaced revision, as every write that replaces one
-        // has taken its decode.
-        gone.extend(replaced);
         if !gone.is_empty() {
             self.ahead.drop_later(gone);
         }
@@ -259,6 +287,21 @@ mod tests {
         let second = record(2, "Running");
         p.offer(&event(EventType::Modified, &second, Some(&first)), true);
         let (_, _, entries) = p.take(&second, false).unwrap().unwrap();
+        assert!(entries.is_none());
+    }
+
+    #[test]
+    fn objects_about_to_be_written_are_decoded_without_their_entries() {
+        let p = Predecode::new(Ahead::start(), true);
+        let rec = record(7, "Succeeded");
+        p.queue(rec.clone(), false);
+        // Queued once however often it is announced.
+        p.queue(rec.clone(), false);
+        assert_eq!(p.slots.lock().by_record.len(), 1);
+        let (v, m, entries) = p.take(&rec, false).unwrap().unwrap();
+        let (want_v, want_m) = decode_apart(&rec).unwrap();
+        assert_eq!(v, want_v);
+        assert_eq!(m.unwrap().get(), want_m.unwrap().get());
         assert!(entries.is_none());
     }
 
