@@ -2,25 +2,11 @@
 //! answers and stores exactly what one that decodes on demand does,
 //! through every kind of write that reads a stored object.
 
-use std::sync::Arc;
-
-use kubesim_apiserver::inprocess::InProcess;
-use kubesim_apiserver::Server;
 use kubesim_core::patch::PatchType;
-use kubesim_runtime::{Api, Clock, DeleteOptions, ListOptions, ResourceRef, Rng, WriteOptions};
-use kubesim_store::{MemStore, Store};
+use kubesim_runtime::{Ahead, Api, DeleteOptions, ListOptions, ResourceRef, WriteOptions};
 use serde_json::{json, Value};
 
-async fn server(ahead: bool) -> Arc<dyn Api> {
-    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
-    let epoch = jiff::Timestamp::constant(1_767_225_600, 0);
-    let server = Server::new(store, Clock::simulated(epoch), Rng::seeded(1));
-    if ahead {
-        server.decode_ahead(&kubesim_runtime::Ahead::start());
-    }
-    server.bootstrap().await.expect("bootstrap");
-    Arc::new(InProcess::new(server, "test"))
-}
+mod support;
 
 fn as_manager(name: &str) -> WriteOptions {
     WriteOptions {
@@ -45,18 +31,7 @@ async fn lives(api: &dyn Api) -> Vec<String> {
                 .await
                 .unwrap(),
         );
-        let binding = json!({"apiVersion": "v1", "kind": "Binding",
-            "metadata": {"name": name}, "target": {"name": format!("n{}", i % 3)}});
-        keep(
-            api.create(
-                &ResourceRef::core("bindings"),
-                "default",
-                binding,
-                &Default::default(),
-            )
-            .await
-            .unwrap(),
-        );
+        keep(support::bind(api, &name, &format!("n{}", i % 3)).await);
         let running = json!({"status": {"phase": "Running",
             "conditions": [{"type": "Ready", "status": "True"}]}});
         keep(
@@ -138,8 +113,9 @@ async fn lives(api: &dyn Api) -> Vec<String> {
 
 #[tokio::test(start_paused = true)]
 async fn decoding_ahead_changes_no_answer_and_no_stored_byte() {
-    let on_demand = lives(server(false).await.as_ref()).await;
-    let ahead = lives(server(true).await.as_ref()).await;
+    let on_demand = lives(support::api_with(None).await.as_ref()).await;
+    let ahead = Ahead::start();
+    let ahead = lives(support::api_with(Some(&ahead)).await.as_ref()).await;
     assert_eq!(on_demand.len(), ahead.len());
     for (a, b) in on_demand.iter().zip(&ahead) {
         assert_eq!(a, b);

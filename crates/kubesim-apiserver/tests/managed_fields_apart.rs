@@ -53,16 +53,7 @@ async fn binding_status_and_deletion_keep_the_list() {
         .unwrap();
 
     // A binding writes no entry: the list is the stored one, byte for byte.
-    let binding = json!({"apiVersion": "v1", "kind": "Binding",
-        "metadata": {"name": "p"}, "target": {"name": "n1"}});
-    api.create(
-        &ResourceRef::core("bindings"),
-        "default",
-        binding,
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    support::bind(api.as_ref(), "p", "n1").await;
     let bound = api.get(&pods(), "default", "p").await.unwrap();
     assert_eq!(bound["spec"]["nodeName"], "n1");
     assert_eq!(
