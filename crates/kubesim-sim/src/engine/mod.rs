@@ -162,11 +162,16 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     let rng = Rng::seeded(setup.seed);
     let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Options::default()));
     let server = Server::new(store, clock.clone(), rng.clone());
-    // Every component runs on this one thread; the other core does work
-    // whose results are wanted later: decoding committed objects ahead of
-    // the writes that read them, rendering the patches of stages that wait.
-    let ahead = Ahead::start();
-    server.decode_ahead(&ahead);
+    // Every component runs on this one thread; another core, if there is
+    // one, does work whose results are wanted later: decoding committed
+    // objects ahead of the writes that read them, rendering the patches of
+    // stages that wait. (On one core its waiting for work would only take
+    // turns from this thread.)
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let ahead = (cores > 1).then(Ahead::start);
+    if let Some(a) = &ahead {
+        server.decode_ahead(a);
+    }
     server
         .bootstrap()
         .await
@@ -241,7 +246,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             stages: Some(stages),
             leases: false,
             usage: false,
-            ahead: Some(ahead.clone()),
+            ahead: ahead.clone(),
             ..Default::default()
         },
     ));
