@@ -17,7 +17,7 @@
 //! work is worth, so the thread looks for work for a while before it
 //! sleeps: while a simulation runs, it keeps the second core busy.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -27,6 +27,9 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 const QUEUED: usize = 8192;
 /// Times the thread looks for work before it sleeps.
 const SPINS: usize = 20_000;
+/// Times a caller looks for the result the thread is making before it
+/// sleeps.
+const WAIT_SPINS: usize = 10_000;
 
 /// The helper thread; clones share it, and it ends when the last goes.
 #[derive(Clone)]
@@ -66,7 +69,28 @@ pub struct Promise<T> {
 
 struct Cell<T> {
     state: Mutex<Phase<T>>,
+    /// Set when the helper has made the result (or found it unwanted).
+    finished: AtomicBool,
     done: Condvar,
+}
+
+impl<T> Cell<T> {
+    /// Waits while the helper makes the result: first by looking (it
+    /// takes microseconds, and waking a sleeping thread takes longer),
+    /// then asleep.
+    fn wait(&self, st: &mut MutexGuard<'_, Phase<T>>) {
+        MutexGuard::unlocked(st, || {
+            for _ in 0..WAIT_SPINS {
+                if self.finished.load(Ordering::Acquire) {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        });
+        if matches!(**st, Phase::Running) {
+            self.done.wait(st);
+        }
+    }
 }
 
 type Work<T> = Box<dyn FnOnce() -> T + Send>;
@@ -101,6 +125,7 @@ impl Ahead {
     pub fn spawn<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Promise<T> {
         let cell = Arc::new(Cell {
             state: Mutex::new(Phase::Queued(Box::new(f))),
+            finished: AtomicBool::new(false),
             done: Condvar::new(),
         });
         self.queue(cell.clone());
@@ -204,7 +229,10 @@ impl<T: Send> Job for Cell<T> {
         let mut st = self.state.lock();
         if matches!(*st, Phase::Running) {
             *st = Phase::Done(v);
+            self.finished.store(true, Ordering::Release);
             self.done.notify_all();
+        } else {
+            self.finished.store(true, Ordering::Release);
         }
     }
 }
@@ -232,7 +260,7 @@ impl<T> Promise<T> {
                 }
                 Phase::Running => {
                     *st = Phase::Running;
-                    self.cell.done.wait(&mut st);
+                    self.cell.wait(&mut st);
                 }
                 Phase::Taken => unreachable!("a promise is taken once"),
             }
@@ -250,7 +278,7 @@ impl<T> Promise<T> {
                 Phase::Done(v) => return Some(v),
                 Phase::Running => {
                     *st = Phase::Running;
-                    self.cell.done.wait(&mut st);
+                    self.cell.wait(&mut st);
                 }
                 Phase::Queued(f) => {
                     drop(st);
