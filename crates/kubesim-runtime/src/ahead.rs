@@ -141,19 +141,17 @@ impl Ahead {
     fn queue(&self, job: Arc<dyn Job>) {
         let shared = &self.handle.shared;
         let mut st = shared.state.lock();
-        if st.jobs.len() >= QUEUED {
-            let stale = st.jobs.len() - QUEUED / 2;
-            // Dropped outside the lock: a job may hold a large value.
-            let old: Vec<_> = st.jobs.drain(..stale).collect();
-            st.jobs.push(job);
-            drop(st);
-            drop(old);
-            shared.queued.fetch_add(1, Ordering::Release);
-            return;
-        }
+        let stale = st.jobs.len().saturating_sub(QUEUED / 2);
+        // Dropped outside the lock: a job may hold a large value.
+        let old: Vec<_> = if st.jobs.len() >= QUEUED {
+            st.jobs.drain(..stale).collect()
+        } else {
+            Vec::new()
+        };
         st.jobs.push(job);
         let asleep = st.asleep;
         drop(st);
+        drop(old);
         shared.queued.fetch_add(1, Ordering::Release);
         if asleep {
             shared.work.notify_one();
