@@ -153,11 +153,11 @@ impl Emulator {
             recorder: recorder.clone(),
             faults: faults.clone(),
             selector: config.selector.clone(),
-            funcs: FuncContext::new(
+            funcs: Arc::new(FuncContext::new(
                 clock.clone(),
                 kubesim_core::meta::format_time(clock.now()),
                 informers.get(&ResourceRef::core("nodes")).cache(),
-            ),
+            )),
             registry: kubesim_core::Registry::new(),
             ahead: config.ahead.clone(),
         });

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use kubesim_core::meta;
@@ -192,19 +193,23 @@ async fn run_duration_completes_pods_and_deletion_finishes() {
 }
 
 /// Pods of several run durations on one node, run to completion: every
-/// pod as stored at the end.
+/// pod as stored at the end. Some start seconds apart, some at once (so
+/// that renders made ahead guess the same free address for several).
 async fn finished_pods(config: EmulatorConfig) -> Vec<String> {
     let env = start_with(config).await;
     let nodes = ResourceRef::core("nodes");
     let pods = ResourceRef::core("pods");
     env.create(nodes.clone(), "", node("n1")).await;
     env.wait(&nodes, "", "n1", ready).await;
-    for (i, secs) in [170, 45, 3600, 1].into_iter().enumerate() {
+    let durations = [170, 45, 3600, 1, 30, 30, 60, 5];
+    for (i, secs) in durations.into_iter().enumerate() {
         let mut p = pod(&format!("job{i}"), "n1");
         p["metadata"]["annotations"] = json!({"kubesim.io/run-duration": format!("{secs}s")});
         p["spec"]["restartPolicy"] = json!("Never");
         env.create(pods.clone(), "default", p).await;
-        env.sleep(7).await;
+        if i < 4 {
+            env.sleep(7).await;
+        }
     }
     env.sleep(3700).await;
     let list = env
@@ -213,15 +218,33 @@ async fn finished_pods(config: EmulatorConfig) -> Vec<String> {
         .await
         .unwrap();
     let items = list["items"].as_array().unwrap();
-    assert_eq!(items.len(), 4);
+    assert_eq!(items.len(), durations.len());
     assert!(items.iter().all(|p| p["status"]["phase"] == "Succeeded"));
+    let ips: BTreeSet<&str> = items
+        .iter()
+        .map(|p| p["status"]["podIP"].as_str().unwrap())
+        .collect();
+    assert_eq!(ips.len(), durations.len(), "each pod its own address");
     items.iter().map(Value::to_string).collect()
 }
 
 #[tokio::test(start_paused = true)]
-async fn completions_rendered_ahead_are_those_rendered_when_due() {
-    let due = finished_pods(EmulatorConfig::default()).await;
+async fn starts_and_completions_rendered_ahead_are_those_rendered_when_due() {
+    // The built-in stages, with pods starting two seconds after they are
+    // bound: their addresses are then guessed ahead.
+    let mut stages = kubesim_emulator::stage::default_stage_objects();
+    for s in &mut stages {
+        if s["metadata"]["name"] == "pod-ready" {
+            s["spec"]["delay"] = json!({"durationMilliseconds": 2000});
+        }
+    }
+    let due = finished_pods(EmulatorConfig {
+        stages: Some(stages.clone()),
+        ..Default::default()
+    })
+    .await;
     let ahead = finished_pods(EmulatorConfig {
+        stages: Some(stages),
         ahead: Some(Ahead::start()),
         ..Default::default()
     })

@@ -32,11 +32,21 @@ impl IpPools {
     /// The address `owner` holds in `cidr`, allocating one if it has none.
     /// None when the CIDR is not IPv4 or is full.
     pub fn assign(&self, cidr: &str, owner: &str) -> Option<Ipv4Addr> {
+        self.find(cidr, owner, true)
+    }
+
+    /// The address [`assign`](Self::assign) would give `owner` now,
+    /// allocating nothing.
+    pub fn peek(&self, cidr: &str, owner: &str) -> Option<Ipv4Addr> {
+        self.find(cidr, owner, false)
+    }
+
+    fn find(&self, cidr: &str, owner: &str, allocate: bool) -> Option<Ipv4Addr> {
         let net = Net::parse(cidr).ok()?;
         let size = 1u64 << (32 - net.prefix);
         let mut pools = self.pools.lock();
-        let pool = pools.entry(net.to_string()).or_default();
-        if let Some(off) = pool.by_owner.get(owner) {
+        let key = net.to_string();
+        if let Some(off) = pools.get(&key).and_then(|p| p.by_owner.get(owner)) {
             return net.host(*off);
         }
         // Broadcast is the last address; /31 and /32 have no room.
@@ -45,6 +55,8 @@ impl IpPools {
             return None;
         }
         let span = usable - FIRST_HOST;
+        let empty = Pool::default();
+        let pool = pools.get(&key).unwrap_or(&empty);
         if pool.used.len() as u64 >= span {
             return None;
         }
@@ -52,9 +64,12 @@ impl IpPools {
         let off = (0..span)
             .map(|i| FIRST_HOST + (start - FIRST_HOST + i) % span)
             .find(|o| !pool.used.contains_key(o))?;
-        pool.used.insert(off, owner.to_string());
-        pool.by_owner.insert(owner.to_string(), off);
-        pool.next = off + 1;
+        if allocate {
+            let pool = pools.entry(key).or_default();
+            pool.used.insert(off, owner.to_string());
+            pool.by_owner.insert(owner.to_string(), off);
+            pool.next = off + 1;
+        }
         net.host(off)
     }
 
@@ -120,5 +135,18 @@ mod tests {
             p.assign("10.0.0.0/30", "b").unwrap().to_string(),
             "10.0.0.2"
         );
+    }
+
+    #[test]
+    fn a_peek_answers_as_the_next_assign_and_allocates_nothing() {
+        let p = IpPools::default();
+        let cidr = "10.0.1.0/24";
+        assert_eq!(p.peek(cidr, "a").unwrap().to_string(), "10.0.1.2");
+        assert_eq!(p.peek(cidr, "b").unwrap().to_string(), "10.0.1.2");
+        assert_eq!(p.assign(cidr, "b").unwrap().to_string(), "10.0.1.2");
+        assert_eq!(p.peek(cidr, "b").unwrap().to_string(), "10.0.1.2");
+        assert_eq!(p.peek(cidr, "a").unwrap().to_string(), "10.0.1.3");
+        assert_eq!(p.assign(cidr, "a").unwrap().to_string(), "10.0.1.3");
+        assert!(p.peek("10.0.0.0/31", "a").is_none());
     }
 }

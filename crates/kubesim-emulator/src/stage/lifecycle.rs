@@ -16,11 +16,11 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::funcs::{ip_owner, AheadFuncs, FuncContext, KwokFuncs};
+use super::funcs::{ip_owner, AheadFuncs, FuncContext, Guess, KwokFuncs};
 use super::jq::Input;
 use super::resolve::Target;
 use super::select::choose;
-use super::spec::{Stage, Step};
+use super::spec::{Patch, Stage, Step};
 use super::steps::{patch_body, Failed, Outcome, Rendered, Steps};
 use crate::apate::{fail_creation, Faults, Gate, PodAction};
 use crate::managed::NodeSelector;
@@ -38,10 +38,9 @@ pub struct Shared {
     pub recorder: EventRecorder,
     pub faults: Arc<Faults>,
     pub selector: NodeSelector,
-    pub funcs: FuncContext,
+    pub funcs: Arc<FuncContext>,
     pub registry: Registry,
-    /// Where the first patch of a delayed stage is rendered ahead, when
-    /// its template calls only functions known ahead of time.
+    /// Where a stage's first patch is rendered ahead of its job.
     pub ahead: Option<Ahead>,
 }
 
@@ -68,21 +67,28 @@ struct Job {
 /// A stage's first patch as rendered ahead, on another thread, for the
 /// object a job was planned for and the time it is due at: the same
 /// render a kubelet makes then, if it acts then, on that object, for that
-/// node, and the template calls only functions known ahead of time.
+/// node, and the functions that read other objects answer then as they
+/// were guessed to.
 struct RenderedAhead {
     node: String,
     now: String,
-    body: Mutex<Option<Promise<Result<Rendered, String>>>>,
+    body: Mutex<Option<Promise<MadeAhead>>>,
 }
 
+/// A render made ahead, with the guesses it rests on.
+type MadeAhead = (Result<Rendered, String>, Vec<Guess>);
+
 impl RenderedAhead {
-    /// The render, if it was made for `node` at `now` and is ready (or
-    /// being made); None leaves it to the caller.
-    fn take(&self, node: &str, now: &str) -> Option<Rendered> {
-        if self.node != node || self.now != now {
+    /// The render, if it was made for `due`'s node at `now`, is ready (or
+    /// being made) and its guesses hold; None leaves it to the caller.
+    /// Checking the guesses calls their functions as the render when due
+    /// would, so that render may still be made after a failed check.
+    fn take(&self, due: &KwokFuncs, now: &str) -> Option<Rendered> {
+        if self.node != due.node || self.now != now {
             return None;
         }
-        self.body.lock().take()?.try_get()?.ok()
+        let (body, guesses) = self.body.lock().take()?.try_get()?;
+        guesses.iter().all(|g| g.holds(due)).then_some(body.ok()?)
     }
 }
 
@@ -225,10 +231,13 @@ impl Lifecycle {
         self.queue.add_after(key, delay);
     }
 
-    /// Renders the first step of `stage` on the helper thread, as it will
-    /// render `delay` from now, when that step is a patch and there is
-    /// time to: most stages that wait (a pod running for its duration)
-    /// end in one patch, whose render is then off this thread.
+    /// Renders the first patch of `stage` on the helper thread, as it will
+    /// render `delay` from now, when only events come before it and there
+    /// is time to: most stages that wait (a pod starting after its delay,
+    /// running for its duration) come to one patch, whose render is then
+    /// off this thread. (A render for a stage due at once was found to be
+    /// still in the making when due, so it only took the helper from
+    /// other work.)
     fn render_ahead(
         &self,
         stage: &Arc<Stage>,
@@ -238,20 +247,26 @@ impl Lifecycle {
         let (Some(ahead), Some(obj)) = (&self.shared.ahead, obj) else {
             return None;
         };
-        if delay.is_zero() || !matches!(stage.steps.first(), Some(Step::Patch(_))) {
+        if delay.is_zero() {
             return None;
         }
+        first_patch(stage)?;
         let at = self.shared.clock.now().checked_add(delay).ok()?;
         let funcs = AheadFuncs {
             node: self.kubelet_node(obj).unwrap_or("").to_string(),
             now: meta::format_time(at),
             start_time: self.shared.funcs.start_time.clone(),
+            guess_from: Some(self.shared.funcs.clone()),
+            guessed: Default::default(),
         };
         let (node, now) = (funcs.node.clone(), funcs.now.clone());
         let (stage, obj) = (stage.clone(), obj.clone());
-        let body = ahead.spawn(move || match stage.steps.first() {
-            Some(Step::Patch(p)) => patch_body(&stage, p, &obj, &funcs),
-            _ => Ok(None),
+        let body = ahead.spawn(move || {
+            let body = match first_patch(&stage) {
+                Some(p) => patch_body(&stage, p, &obj, &funcs),
+                None => Ok(None),
+            };
+            (body, funcs.guessed.into_inner())
         });
         Some(Arc::new(RenderedAhead {
             node,
@@ -343,23 +358,22 @@ impl Lifecycle {
             }
             Gate::Proceed(_) => {}
         }
-        let node = self.kubelet_node(&obj).unwrap_or("");
-        // The render made ahead holds for the object it was made for.
-        let first = job
-            .rendered
-            .as_ref()
-            .filter(|_| job.step == 0 && job.obj.as_ref().is_some_and(|o| Arc::ptr_eq(o, &obj)))
-            .and_then(|r| r.take(node, &meta::format_time(self.shared.clock.now())));
         let steps = Steps {
             api: &self.shared.api,
             recorder: &self.shared.recorder,
             funcs: KwokFuncs {
                 ctx: &self.shared.funcs,
-                node,
+                node: self.kubelet_node(&obj).unwrap_or(""),
             },
             target: &self.target,
             registry: &self.shared.registry,
         };
+        // The render made ahead holds for the object it was made for.
+        let first = job
+            .rendered
+            .as_ref()
+            .filter(|_| job.step == 0 && job.obj.as_ref().is_some_and(|o| Arc::ptr_eq(o, &obj)))
+            .and_then(|r| r.take(&steps.funcs, &meta::format_time(self.shared.clock.now())));
         match steps.run(&job.stage, &obj, job.step, first).await {
             Ok(outcome) => {
                 self.finish(&key, &job);
@@ -401,6 +415,15 @@ impl Lifecycle {
                 self.plan(&pod, Some(&pod));
             }
         }
+    }
+}
+
+/// The first step of `stage` when it is a patch or only events come
+/// before it: the patch a job starts with, on the object as planned.
+fn first_patch(stage: &Stage) -> Option<&Patch> {
+    match stage.steps.iter().find(|s| !matches!(s, Step::Event(_)))? {
+        Step::Patch(p) => Some(p),
+        _ => None,
     }
 }
 
