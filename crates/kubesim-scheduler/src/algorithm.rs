@@ -284,21 +284,19 @@ impl Algorithm {
                 *t += s * weight;
             }
         }
-        // The highest total; among equals each is equally likely (one
-        // pass, keeping the k-th tie with probability 1/k).
-        let mut best = 0;
-        let mut ties = 0u64;
-        for (i, &t) in totals.iter().enumerate() {
-            if i == 0 || t > totals[best] {
-                best = i;
-                ties = 1;
-            } else if t == totals[best] {
-                ties += 1;
-                if self.rng.below(ties) == 0 {
-                    best = i;
-                }
-            }
-        }
+        // The highest total; among equals each is equally likely, as
+        // upstream's reservoir sampling makes them, from one draw (in an
+        // empty cluster every node ties, and a draw per tie cost as much
+        // as a scoring plugin).
+        let top = totals.iter().copied().max().unwrap_or(0);
+        let ties = totals.iter().filter(|&&t| t == top).count() as u64;
+        let pick = if ties > 1 { self.rng.below(ties) } else { 0 };
+        let best = totals
+            .iter()
+            .enumerate()
+            .filter(|(_, &t)| t == top)
+            .nth(pick as usize)
+            .map_or(0, |(i, _)| i);
         Ok(Placement {
             node: feasible[best].name.clone(),
             feasible: found,
@@ -459,6 +457,18 @@ preemption: 0/5 nodes are available: 2 Preemption is not helpful for scheduling,
         assert!(
             all.len() > 1,
             "identical nodes should all get picked: {all:?}"
+        );
+        // Each as likely as the others.
+        let mut a = Algorithm::new(Rng::seeded(5), None);
+        let mut count: BTreeMap<String, u32> = BTreeMap::new();
+        for _ in 0..400 {
+            let placed = a.schedule(&profile, &p, &snap, &Nominated::new()).unwrap();
+            *count.entry(placed.node).or_default() += 1;
+        }
+        assert_eq!(count.len(), 4, "{count:?}");
+        assert!(
+            count.values().all(|&c| (60..=140).contains(&c)),
+            "{count:?}"
         );
     }
 }
