@@ -14,6 +14,7 @@ use kubesim_runtime::{Api, DeleteOptions, ListOptions, ResourceRef, WatchEvent, 
 use kubesim_store::Record;
 use serde_json::{json, Value};
 
+use crate::service::prepare_ahead::Ask;
 use crate::service::read::list_json;
 use crate::service::subresource::ScaleChange;
 use crate::service::{Caller, WatchFrame, WatchRequest};
@@ -214,6 +215,35 @@ impl Api for InProcess {
         if let Ok(res) = self.resource(r) {
             self.server.decode_soon(&res, objects);
         }
+    }
+
+    fn patch_ahead(
+        &self,
+        r: &ResourceRef,
+        ns: &str,
+        name: &str,
+        kind: PatchType,
+        body: &Value,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+        now: &str,
+    ) {
+        // As `patch_value` would send it; a body it would send as bytes
+        // (or a scale) is left to be sent.
+        let Ok((res, opts)) = self.writing(r, ns, subresource, true, opts) else {
+            return;
+        };
+        if subresource == Some("scale") || crate::service::shaped::has_float(body) {
+            return;
+        }
+        let ask = Ask {
+            kind,
+            body: body.clone(),
+            subresource: subresource.map(String::from),
+            opts,
+            now: now.to_string(),
+        };
+        self.server.patch_ahead(&res, ns, name, ask, &self.caller);
     }
 
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {

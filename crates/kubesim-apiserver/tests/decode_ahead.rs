@@ -1,6 +1,7 @@
-//! A server that decodes committed objects ahead on a thread of its own
-//! answers and stores exactly what one that decodes on demand does,
-//! through every kind of write that reads a stored object.
+//! A server that decodes committed objects ahead on a thread of its own,
+//! and prepares the patches it is told of, answers and stores exactly
+//! what one that does neither does, through every kind of write that
+//! reads a stored object.
 
 use kubesim_core::patch::PatchType;
 use kubesim_runtime::{Ahead, Api, DeleteOptions, ListOptions, ResourceRef, WriteOptions};
@@ -26,11 +27,16 @@ async fn lives(api: &dyn Api) -> Vec<String> {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "labels": {"app": "a"}},
             "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
-        keep(
-            api.create(&pods, "default", pod, &as_manager("creator"))
-                .await
-                .unwrap(),
-        );
+        let created = api
+            .create(&pods, "default", pod, &as_manager("creator"))
+            .await
+            .unwrap();
+        // The clock stands still: every request is made at this time.
+        let now = created["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        keep(created);
         keep(support::bind(api, &name, &format!("n{}", i % 3)).await);
         let running = json!({"status": {"phase": "Running",
             "conditions": [{"type": "Ready", "status": "True"}]}});
@@ -46,6 +52,27 @@ async fn lives(api: &dyn Api) -> Vec<String> {
             )
             .await
             .unwrap(),
+        );
+        // Its end announced, as an emulated kubelet does: truly for most
+        // (half of which are written again before), with another body or
+        // at another time for some.
+        let done = json!({"status": {"phase": "Succeeded"}});
+        let (body, at) = match i % 5 {
+            3 => (json!({"status": {"phase": "Failed"}}), now.clone()),
+            4 => (done, "2030-01-01T00:00:00Z".to_string()),
+            _ => (done, now.clone()),
+        };
+        let kubelet = as_manager("kubelet");
+        let status = Some("status");
+        api.patch_ahead(
+            &pods,
+            "default",
+            &name,
+            PatchType::Merge,
+            &body,
+            status,
+            &kubelet,
+            &at,
         );
         // Every other pod: its labels changed by a JSON Patch that reads
         // the managedFields, and a graceful deletion.
@@ -112,7 +139,7 @@ async fn lives(api: &dyn Api) -> Vec<String> {
 }
 
 #[tokio::test(start_paused = true)]
-async fn decoding_ahead_changes_no_answer_and_no_stored_byte() {
+async fn decoding_and_preparing_ahead_change_no_answer_and_no_stored_byte() {
     let on_demand = lives(support::api_with(None).await.as_ref()).await;
     let ahead = Ahead::start();
     let ahead = lives(support::api_with(Some(&ahead)).await.as_ref()).await;

@@ -132,6 +132,25 @@ pub trait Api: Send + Sync {
     /// in-process server of a simulation decodes them ahead on its helper
     /// thread). Changes nothing any request answers.
     fn expect_writes(&self, _r: &ResourceRef, _objects: &[(&str, &str)]) {}
+    /// Tells the API that the caller will send this patch (as
+    /// [`patch_value`](Self::patch_value) would) when the clock shows
+    /// `now` (as objects show times), if the object has not changed by
+    /// then, so that it may prepare the update: the in-process server of
+    /// a simulation does, on the calling thread, which is then the helper
+    /// thread. Changes nothing any request answers.
+    #[allow(clippy::too_many_arguments)]
+    fn patch_ahead(
+        &self,
+        _r: &ResourceRef,
+        _ns: &str,
+        _name: &str,
+        _kind: PatchType,
+        _body: &Value,
+        _subresource: Option<&str>,
+        _opts: &WriteOptions,
+        _now: &str,
+    ) {
+    }
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError>;
     /// A list object (`items`, `metadata.resourceVersion`, `metadata.continue`).
     async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError>;

@@ -16,6 +16,7 @@ mod jwt;
 pub mod logs;
 mod peek;
 mod predecode;
+pub mod prepare_ahead;
 pub mod read;
 pub mod reviews;
 pub(crate) mod shaped;

@@ -24,10 +24,11 @@ use std::sync::Arc;
 use kubesim_core::{ApiError, ResourceInfo};
 use kubesim_runtime::{Ahead, Promise};
 use kubesim_store::{Event, EventType, Record};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::apart::{decode_apart, Managed};
+use super::prepare_ahead::Prepared;
 use super::Server;
 
 /// Decoded or waiting records kept at most: about 60 MiB of decoded pods,
@@ -61,7 +62,13 @@ struct Slot {
     /// The offer that made the slot: an address may name a later record
     /// once the slot is gone, and `order` must not take that one for it.
     seq: u64,
-    decoded: Promise<Decoded>,
+    held: Held,
+}
+
+enum Held {
+    Decoding(Promise<Decoded>),
+    /// The update a caller said it would send (see `prepare_ahead`).
+    Prepared(Box<Prepared>),
 }
 
 impl Server {
@@ -161,9 +168,8 @@ impl Predecode {
     /// Queues `record` for decoding, unless it is already, with its
     /// managedFields entries parsed if `entries`.
     fn queue(&self, record: Arc<Record>, entries: bool) {
-        let key = id(&record);
-        let mut st = self.slots.lock();
-        if st.by_record.contains_key(&key) {
+        let st = self.slots.lock();
+        if st.by_record.contains_key(&id(&record)) {
             return;
         }
         let decoded = self.ahead.spawn({
@@ -178,18 +184,26 @@ impl Predecode {
                 })
             }
         });
+        self.insert(st, record, Held::Decoding(decoded));
+    }
+
+    /// Keeps the update prepared for `record`, in place of whatever its
+    /// slot held.
+    pub(super) fn keep(&self, record: Arc<Record>, prepared: Prepared) {
+        let st = self.slots.lock();
+        self.insert(st, record, Held::Prepared(Box::new(prepared)));
+    }
+
+    fn insert(&self, mut st: MutexGuard<'_, Slots>, record: Arc<Record>, held: Held) {
+        let key = id(&record);
         let seq = st.next;
         st.next += 1;
-        st.by_record.insert(
-            key,
-            Slot {
-                record,
-                seq,
-                decoded,
-            },
-        );
+        let mut gone: Vec<Slot> = st
+            .by_record
+            .insert(key, Slot { record, seq, held })
+            .into_iter()
+            .collect();
         st.order.push_back((key, seq));
-        let mut gone = Vec::new();
         while st.by_record.len() > SLOTS || st.order.len() > 2 * SLOTS {
             let Some((key, seq)) = st.order.pop_front() else {
                 break;
@@ -201,6 +215,32 @@ impl Predecode {
         drop(st);
         if !gone.is_empty() {
             self.ahead.drop_later(gone);
+        }
+    }
+
+    /// The update prepared for `rec`, if there is one and it `fits` the
+    /// request at hand; taken either way.
+    pub(super) fn take_prepared(
+        &self,
+        rec: &Arc<Record>,
+        fits: impl FnOnce(&Prepared) -> bool,
+    ) -> Option<Box<Prepared>> {
+        let slot = {
+            let mut st = self.slots.lock();
+            let key = id(rec);
+            match st.by_record.get(&key) {
+                Some(s) if Arc::ptr_eq(&s.record, rec) && matches!(s.held, Held::Prepared(_)) => {
+                    st.by_record.remove(&key)?
+                }
+                _ => return None,
+            }
+        };
+        match slot.held {
+            Held::Prepared(p) if fits(&p) => Some(p),
+            held => {
+                self.ahead.drop_later(held);
+                None
+            }
         }
     }
 
@@ -216,10 +256,18 @@ impl Predecode {
                 _ => return None,
             }
         };
+        let decoding = match slot.held {
+            Held::Decoding(d) => d,
+            // Not the write that was prepared: it decodes for itself.
+            prepared => {
+                self.ahead.drop_later(prepared);
+                return None;
+            }
+        };
         let decoded = if self.patient {
-            slot.decoded.get()
+            decoding.get()
         } else {
-            slot.decoded.try_get()?
+            decoding.try_get()?
         };
         match decoded {
             Ok((v, m, Some(list))) if !entries => {
@@ -228,6 +276,17 @@ impl Predecode {
             }
             d => Some(d),
         }
+    }
+}
+
+#[cfg(test)]
+impl Predecode {
+    /// Whether an update is kept prepared for `rec`.
+    pub(super) fn holds_prepared(&self, rec: &Arc<Record>) -> bool {
+        let st = self.slots.lock();
+        st.by_record
+            .get(&id(rec))
+            .is_some_and(|s| Arc::ptr_eq(&s.record, rec) && matches!(s.held, Held::Prepared(_)))
     }
 }
 

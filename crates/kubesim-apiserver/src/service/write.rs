@@ -33,7 +33,7 @@ pub(crate) enum Part {
 }
 
 impl Part {
-    fn of(resource: &ResourceInfo, sub: Option<&str>) -> Result<Part, ApiError> {
+    pub(super) fn of(resource: &ResourceInfo, sub: Option<&str>) -> Result<Part, ApiError> {
         match sub {
             None => Ok(Part::Main),
             Some("status") if resource.has_subresource("status") => Ok(Part::Status),
@@ -489,6 +489,10 @@ impl Server {
                 "force is only allowed for apply patches",
             ));
         }
+        let prepared = self.patch_prepared(resource, ns, name, kind, &body, sub, opts, &mgr);
+        if let Some(r) = prepared.await? {
+            return Ok(r);
+        }
         let mut warnings = Vec::new();
         let mut r = self
             .update_with(
@@ -663,8 +667,19 @@ impl Server {
             if !rv.is_empty() && rv != rec.rev.to_string() {
                 return Err(ApiError::stale(&resource.plural, &resource.group, name));
             }
+            let rng = self.rng.clone();
             let new = self.prepare_update(
-                resource, ns, name, &cur, managed, entries, proposed, part, mgr,
+                resource,
+                ns,
+                name,
+                &cur,
+                managed,
+                entries,
+                proposed,
+                part,
+                mgr,
+                &self.now_string(),
+                &mut move || rng.suffix(5),
             )?;
             if same_object(&new, &cur) {
                 super::restore_managed(&mut cur, managed);
@@ -685,17 +700,13 @@ impl Server {
             }
             let keep = keeps_answer(resource, opts);
             match self.commit_update(resource, ns, name, &rec, new, managed, keep)? {
-                Some((obj, rev)) => {
-                    self.store.wait_durable(rev).await.map_err(store_error)?;
-                    self.after_commit(resource, obj.as_ref());
-                    let obj = match obj {
-                        Some(o) => o,
-                        // The write removed the object (last finalizer gone).
-                        None => {
+                Some(committed) => {
+                    let obj = self
+                        .after_update(resource, committed, || {
                             super::restore_managed(&mut cur, managed);
-                            super::at_revision(cur, rev)
-                        }
-                    };
+                            Ok(cur)
+                        })
+                        .await?;
                     return Ok(WriteResult {
                         obj,
                         created: false,
@@ -716,11 +727,32 @@ impl Server {
         ))
     }
 
+    /// What an update that committed answers, once durable: the object
+    /// written, or when the write removed it (its last finalizer gone),
+    /// the object as it was (`was`) at the removal's revision.
+    pub(crate) async fn after_update(
+        &self,
+        resource: &ResourceInfo,
+        (obj, rev): (Option<Value>, u64),
+        was: impl FnOnce() -> Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        self.store.wait_durable(rev).await.map_err(store_error)?;
+        self.after_commit(resource, obj.as_ref());
+        Ok(match obj {
+            Some(o) => o,
+            None => super::at_revision(was()?, rev),
+        })
+    }
+
     /// Builds the object an update stores from the current one and the
     /// proposal: server metadata kept, subresource boundaries enforced,
     /// generation counted, defaults, validation, managedFields.
     /// `cur_managed` is the current list as text when `cur` was decoded
     /// apart, and `cur_entries` its entries if they were parsed already.
+    /// `now` is the time a managedFields entry records; `suffix` draws
+    /// the random suffixes defaulting may need. Nothing else read depends
+    /// on the server's state, save admission of the resources
+    /// [`admit`](Self::admit) says.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn prepare_update(
         &self,
@@ -733,6 +765,8 @@ impl Server {
         proposed: Value,
         part: Part,
         mgr: Option<&str>,
+        now: &str,
+        suffix: &mut dyn FnMut() -> String,
     ) -> Result<Value, ApiError> {
         let mut new = match part {
             Part::Main => {
@@ -846,13 +880,11 @@ impl Server {
                 .unwrap_or(0);
             meta::metadata_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
-        let rng = self.rng.clone();
-        let mut suffix = move || rng.suffix(5);
         defaults::apply(
             resource,
             &mut new,
             &mut defaults::Context {
-                random_suffix: &mut suffix,
+                random_suffix: suffix,
             },
         );
         self.admit(resource, &mut new, Some(cur))?;
@@ -871,7 +903,6 @@ impl Server {
         // None: the mutation keeps managedFields itself (server-side apply).
         // Nothing is recorded when nothing changed.
         if let Some(mgr) = mgr {
-            let now = self.now_string();
             let sub = if part == Part::Status {
                 Some("status")
             } else {
@@ -885,7 +916,7 @@ impl Server {
                 &mut new,
                 mgr,
                 sub,
-                &now,
+                now,
             );
         }
         Ok(new)
@@ -1035,14 +1066,14 @@ enum Handing {
 /// Whether a write answers its caller with the written object: unless the
 /// caller asked for the resourceVersion only, and nothing the server does
 /// after the commit reads the object.
-fn keeps_answer(resource: &ResourceInfo, opts: &WriteOptions) -> bool {
+pub(super) fn keeps_answer(resource: &ResourceInfo, opts: &WriteOptions) -> bool {
     !opts.version_only || Server::reads_committed(resource)
 }
 
 /// Whether applying a patch may read the current managedFields: a JSON
 /// Patch may test, copy or move any path, and a merge patch that names the
 /// list (or replaces the metadata) is applied to the list as stored.
-fn patch_reads_managed(kind: PatchType, body: &PatchBody<'_>) -> bool {
+pub(super) fn patch_reads_managed(kind: PatchType, body: &PatchBody<'_>) -> bool {
     match (kind, body) {
         (PatchType::Json, _) => true,
         (_, PatchBody::Value(v)) => v
@@ -1075,7 +1106,7 @@ fn same_but_status(cur: &Value, proposed: &Value) -> bool {
 /// `a == b`, with `status` compared first: most writes are status writes,
 /// and a whole-object comparison would go through the unchanged metadata
 /// (managedFields included) and spec before reaching it.
-fn same_object(a: &Value, b: &Value) -> bool {
+pub(super) fn same_object(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {
             same::options(a.get("status"), b.get("status")) && same::maps_but(a, b, Some("status"))

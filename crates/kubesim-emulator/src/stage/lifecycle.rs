@@ -21,7 +21,7 @@ use super::jq::Input;
 use super::resolve::Target;
 use super::select::choose;
 use super::spec::{Patch, Stage, Step};
-use super::steps::{patch_body, Failed, Outcome, Rendered, Steps};
+use super::steps::{lean, patch_body, patch_options, Failed, Outcome, Rendered, Steps};
 use crate::apate::{fail_creation, Faults, Gate, PodAction};
 use crate::managed::NodeSelector;
 
@@ -261,11 +261,20 @@ impl Lifecycle {
         };
         let (node, now) = (funcs.node.clone(), funcs.now.clone());
         let (stage, obj) = (stage.clone(), obj.clone());
+        let (api, resource) = (self.shared.api.clone(), self.target.resource.clone());
         let body = ahead.spawn(move || {
-            let body = match first_patch(&stage) {
-                Some(p) => patch_body(&stage, p, &obj, &funcs),
-                None => Ok(None),
+            let Some((i, p)) = first_patch(&stage) else {
+                return (Ok(None), Vec::new());
             };
+            let body = patch_body(&stage, p, &obj, &funcs);
+            // The server may prepare the update too; it checks when the
+            // patch comes that it is this one, and the object unchanged.
+            if let Ok(Some((kind, body))) = &body {
+                let opts = patch_options(lean(&stage, i));
+                let (ns, name) = (meta::namespace(&obj), meta::name(&obj));
+                let sub = p.subresource.as_deref();
+                api.patch_ahead(&resource, ns, name, *kind, body, sub, &opts, &funcs.now);
+            }
             (body, funcs.guessed.into_inner())
         });
         Some(Arc::new(RenderedAhead {
@@ -420,9 +429,14 @@ impl Lifecycle {
 
 /// The first step of `stage` when it is a patch or only events come
 /// before it: the patch a job starts with, on the object as planned.
-fn first_patch(stage: &Stage) -> Option<&Patch> {
-    match stage.steps.iter().find(|s| !matches!(s, Step::Event(_)))? {
-        Step::Patch(p) => Some(p),
+fn first_patch(stage: &Stage) -> Option<(usize, &Patch)> {
+    match stage
+        .steps
+        .iter()
+        .enumerate()
+        .find(|(_, s)| !matches!(s, Step::Event(_)))?
+    {
+        (i, Step::Patch(p)) => Some((i, p)),
         _ => None,
     }
 }

@@ -41,7 +41,7 @@ pub struct Failed {
 
 /// Whether step `i` of `stage` is one whose written object nobody reads:
 /// the last, of a stage that does not go on to the next at once.
-fn lean(stage: &Stage, i: usize) -> bool {
+pub(crate) fn lean(stage: &Stage, i: usize) -> bool {
     i + 1 == stage.steps.len() && !stage.immediate_next_stage
 }
 
@@ -49,6 +49,14 @@ fn opts() -> WriteOptions {
     WriteOptions {
         field_manager: Some(MANAGER.into()),
         ..Default::default()
+    }
+}
+
+/// The options of a patch step's request.
+pub(crate) fn patch_options(version_only: bool) -> WriteOptions {
+    WriteOptions {
+        version_only,
+        ..opts()
     }
 }
 
@@ -164,10 +172,7 @@ impl Steps<'_> {
         let Some((kind, body)) = rendered else {
             return Ok(None);
         };
-        let opts = WriteOptions {
-            version_only,
-            ..opts()
-        };
+        let opts = patch_options(version_only);
         let after = self
             .patch(obj, kind, body, p.subresource.as_deref(), &opts)
             .await?;
