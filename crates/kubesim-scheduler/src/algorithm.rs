@@ -216,7 +216,7 @@ impl Algorithm {
             .or(self.percentage_of_nodes_to_score);
         let want = feasible_nodes_to_find(pct, n);
         let start = self.next_start % n;
-        let mut feasible: Vec<Arc<NodeInfo>> = Vec::with_capacity(want.min(n));
+        let mut feasible: Vec<&NodeInfo> = Vec::with_capacity(want.min(n));
         let mut failed: Vec<(usize, Status)> = Vec::new();
         let mut processed = 0;
         for i in 0..n {
@@ -227,7 +227,7 @@ impl Algorithm {
             let s = check(node);
             match s.code {
                 Code::Success => {
-                    feasible.push(node.clone());
+                    feasible.push(node);
                     if feasible.len() >= want {
                         break;
                     }

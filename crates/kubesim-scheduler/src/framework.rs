@@ -321,7 +321,7 @@ pub trait Plugin: Send + Sync {
         _state: &mut CycleState,
         _pod: &PodInfo,
         _snap: &Snapshot,
-        _feasible: &[Arc<NodeInfo>],
+        _feasible: &[&NodeInfo],
     ) -> Status {
         Status::success()
     }

@@ -1,8 +1,6 @@
 //! NodeResourcesBalancedAllocation: prefers nodes whose resources would be
 //! used evenly (cpu as full as memory), to leave room for any pod shape.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
 use crate::framework::{
@@ -44,7 +42,7 @@ impl Plugin for BalancedAllocation {
         _: &mut CycleState,
         pod: &PodInfo,
         _: &Snapshot,
-        _: &[Arc<NodeInfo>],
+        _: &[&NodeInfo],
     ) -> Status {
         if self
             .resources
@@ -112,7 +110,7 @@ mod tests {
         let b = BalancedAllocation::new(&json!({})).unwrap();
         let s = CycleState::default();
         let mut n = node("a", json!({}));
-        n.add_pod(Arc::new(sized_pod("x", "1", "2Gi")));
+        n.add_pod(std::sync::Arc::new(sized_pod("x", "1", "2Gi")));
         // cpu 2/4 = 0.5, memory 3Gi/8Gi = 0.375: std |0.5 - 0.375| / 2 =
         // 0.0625; (1 - 0.0625) * 100 = 93.75 -> 93.
         assert_eq!(b.score(&s, &sized_pod("p", "1", "1Gi"), &n), 93);

@@ -62,7 +62,7 @@ impl Plugin for ImageLocality {
         state: &mut CycleState,
         pod: &PodInfo,
         snap: &Snapshot,
-        _: &[Arc<NodeInfo>],
+        _: &[&NodeInfo],
     ) -> Status {
         let images: Vec<String> = ["initContainers", "containers"]
             .iter()

@@ -453,7 +453,7 @@ impl Plugin for InterPodAffinity {
         state: &mut CycleState,
         pod: &PodInfo,
         snap: &Snapshot,
-        feasible: &[Arc<NodeInfo>],
+        feasible: &[&NodeInfo],
     ) -> Status {
         if feasible.is_empty() {
             return Status::skip();

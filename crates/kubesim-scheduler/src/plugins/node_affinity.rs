@@ -3,7 +3,6 @@
 //! terms, normalized so the best node gets 100).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -99,7 +98,7 @@ impl Plugin for NodeAffinity {
         state: &mut CycleState,
         pod: &PodInfo,
         _: &Snapshot,
-        _: &[Arc<NodeInfo>],
+        _: &[&NodeInfo],
     ) -> Status {
         let terms: Vec<(i64, Term)> = pod
             .pod

@@ -2,8 +2,6 @@
 //! nodes in turn (by node name, wrapping around), ignoring load. Used by a
 //! profile whose only Score plugin it is; see the crate documentation.
 
-use std::sync::Arc;
-
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -46,7 +44,7 @@ impl Plugin for RoundRobin {
         state: &mut CycleState,
         _: &PodInfo,
         _: &Snapshot,
-        feasible: &[Arc<NodeInfo>],
+        feasible: &[&NodeInfo],
     ) -> Status {
         let mut last = self.last.lock();
         let next = feasible
@@ -79,19 +77,13 @@ mod tests {
     #[test]
     fn takes_turns_over_the_feasible_nodes() {
         let rr = RoundRobin::new(&json!({})).unwrap();
-        let all: Vec<Arc<NodeInfo>> = ["a", "b", "c"]
-            .iter()
-            .map(|n| Arc::new(node(n, json!({}))))
-            .collect();
+        let all: Vec<NodeInfo> = ["a", "b", "c"].iter().map(|n| node(n, json!({}))).collect();
         let p = pod(json!({"containers": []}));
         let mut picks = Vec::new();
         for round in 0..5 {
             // In round 3 node b is not feasible: c is next, then a.
-            let feasible: Vec<Arc<NodeInfo>> = all
-                .iter()
-                .filter(|n| round != 3 || n.name != "b")
-                .cloned()
-                .collect();
+            let feasible: Vec<&NodeInfo> =
+                all.iter().filter(|n| round != 3 || n.name != "b").collect();
             let mut s = CycleState::default();
             rr.pre_score(&mut s, &p, &Snapshot::default(), &feasible);
             let best = feasible.iter().max_by_key(|n| rr.score(&s, &p, n)).unwrap();

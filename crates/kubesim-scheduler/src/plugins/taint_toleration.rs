@@ -2,8 +2,6 @@
 //! pods that do not tolerate them; PreferNoSchedule taints the pod does not
 //! tolerate count against the node (fewer is better).
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
 use crate::framework::{CycleState, NodeInfo, Plugin, PodInfo, Points, Snapshot, Status};
@@ -71,7 +69,7 @@ impl Plugin for TaintToleration {
         state: &mut CycleState,
         pod: &PodInfo,
         _: &Snapshot,
-        _: &[Arc<NodeInfo>],
+        _: &[&NodeInfo],
     ) -> Status {
         let prefer = tolerations(&pod.pod)
             .into_iter()

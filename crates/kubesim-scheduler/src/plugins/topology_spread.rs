@@ -12,7 +12,6 @@
 //! set or the configured list), scoped to the pods of its own workload.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use kubesim_core::selector::{LabelOp, LabelRequirement, LabelSelector};
 use serde_json::Value;
@@ -559,7 +558,7 @@ impl Plugin for PodTopologySpread {
         state: &mut CycleState,
         pod: &PodInfo,
         snap: &Snapshot,
-        feasible: &[Arc<NodeInfo>],
+        feasible: &[&NodeInfo],
     ) -> Status {
         if feasible.is_empty() {
             return Status::skip();

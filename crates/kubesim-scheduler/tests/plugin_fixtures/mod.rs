@@ -164,7 +164,8 @@ pub fn filter_all(p: &dyn Plugin, pod: &PodInfo, snap: &Snapshot) -> (Code, Vec<
 /// feasible). `None` when PreScore skips.
 pub fn scores(p: &dyn Plugin, pod: &PodInfo, snap: &Snapshot) -> Option<(Vec<i64>, Vec<i64>)> {
     let mut state = CycleState::default();
-    let pre = p.pre_score(&mut state, pod, snap, &snap.nodes);
+    let nodes: Vec<&NodeInfo> = snap.nodes.iter().map(|n| &**n).collect();
+    let pre = p.pre_score(&mut state, pod, snap, &nodes);
     if pre.code == Code::Skip {
         return None;
     }
