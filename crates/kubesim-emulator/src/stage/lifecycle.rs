@@ -383,12 +383,20 @@ impl Lifecycle {
             .as_ref()
             .filter(|_| job.step == 0 && job.obj.as_ref().is_some_and(|o| Arc::ptr_eq(o, &obj)))
             .and_then(|r| r.take(&steps.funcs, &meta::format_time(self.shared.clock.now())));
-        match steps.run(&job.stage, &obj, job.step, first).await {
+        let ran = steps.run(&job.stage, &obj, job.step, first).await;
+        drop(steps);
+        match ran {
             Ok(outcome) => {
                 self.finish(&key, &job);
                 if let (Outcome::Written(Some(o)), true) = (outcome, job.stage.immediate_next_stage)
                 {
                     self.consider(&o);
+                }
+                // The object as the job saw it is often the last copy of
+                // that version: freed on the helper thread, when there is
+                // one.
+                if let Some(ahead) = &self.shared.ahead {
+                    ahead.drop_later((job, obj));
                 }
                 Ok(None)
             }
