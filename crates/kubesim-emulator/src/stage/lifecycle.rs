@@ -384,7 +384,6 @@ impl Lifecycle {
             .filter(|_| job.step == 0 && job.obj.as_ref().is_some_and(|o| Arc::ptr_eq(o, &obj)))
             .and_then(|r| r.take(&steps.funcs, &meta::format_time(self.shared.clock.now())));
         let ran = steps.run(&job.stage, &obj, job.step, first).await;
-        drop(steps);
         match ran {
             Ok(outcome) => {
                 self.finish(&key, &job);
