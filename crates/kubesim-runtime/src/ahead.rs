@@ -141,9 +141,9 @@ impl Ahead {
     fn queue(&self, job: Arc<dyn Job>) {
         let shared = &self.handle.shared;
         let mut st = shared.state.lock();
-        let stale = st.jobs.len().saturating_sub(QUEUED / 2);
         // Dropped outside the lock: a job may hold a large value.
         let old: Vec<_> = if st.jobs.len() >= QUEUED {
+            let stale = st.jobs.len() - QUEUED / 2;
             st.jobs.drain(..stale).collect()
         } else {
             Vec::new()

@@ -17,15 +17,17 @@
 //! [`Api::patch_ahead`]: kubesim_runtime::Api::patch_ahead
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use kubesim_core::patch::{self, PatchBody, PatchType};
-use kubesim_core::{meta, ApiError, ResourceInfo};
+use kubesim_core::{meta, ResourceInfo};
 use kubesim_runtime::WriteOptions;
+use kubesim_store::Record;
 use serde_json::Value;
 
-use super::apart::{decode_apart, Managed};
+use super::apart::Managed;
 use super::special::admits_updates_alone;
-use super::write::{keeps_answer, manager, patch_reads_managed, same_object, Part, WriteResult};
+use super::write::{manager, patch_reads_managed, same_object, Part};
 use super::{Caller, Server};
 
 /// A patch a caller says it will send, and when.
@@ -45,9 +47,9 @@ pub(crate) struct Prepared {
     manager: String,
     /// The object to commit, without its managedFields when the revision
     /// was decoded apart (`managed` then holds the list as text).
-    new: Value,
-    managed: Managed,
-    warnings: Vec<String>,
+    pub(super) new: Value,
+    pub(super) managed: Managed,
+    pub(super) warnings: Vec<String>,
 }
 
 impl Server {
@@ -132,55 +134,38 @@ impl Server {
         }
     }
 
-    /// Commits the update prepared for this patch, if one was and the
-    /// object is still the revision it was prepared for; None leaves the
-    /// patch to be made.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn patch_prepared(
+    /// The update prepared for `rec`, if one was and `announced` says it is
+    /// the one at hand; taken either way.
+    pub(super) fn take_prepared(
         &self,
-        resource: &ResourceInfo,
-        ns: &str,
-        name: &str,
+        rec: &Arc<Record>,
+        announced: &dyn Fn(&Prepared) -> bool,
+    ) -> Option<Box<Prepared>> {
+        self.predecode.get()?.take_prepared(rec, announced)
+    }
+}
+
+impl Prepared {
+    /// Whether this is the update a patch makes now: announced with that
+    /// body, subresource, options and manager, for this time.
+    pub(super) fn answers(
+        &self,
         kind: PatchType,
         body: &PatchBody<'_>,
         sub: Option<&str>,
         opts: &WriteOptions,
         manager: &str,
-    ) -> Result<Option<WriteResult>, ApiError> {
-        let (Some(slots), PatchBody::Value(body)) = (self.predecode.get(), body) else {
-            return Ok(None);
+        now: &str,
+    ) -> bool {
+        let PatchBody::Value(body) = body else {
+            return false;
         };
-        let Ok(rec) = self.get_record(resource, ns, name) else {
-            return Ok(None);
-        };
-        let now = self.now_string();
-        let fits = |p: &Prepared| {
-            p.ask.kind == kind
-                && p.ask.subresource.as_deref() == sub
-                && p.ask.opts == *opts
-                && p.ask.now == now
-                && p.manager == manager
-                && p.ask.body == **body
-        };
-        let Some(p) = slots.take_prepared(&rec, fits) else {
-            return Ok(None);
-        };
-        let keep = keeps_answer(resource, opts);
-        let managed = p.managed.as_deref();
-        let Some(committed) = self.commit_update(resource, ns, name, &rec, p.new, managed, keep)?
-        else {
-            return Ok(None);
-        };
-        let was = || {
-            let (mut cur, managed) = decode_apart(&rec)?;
-            super::restore_managed(&mut cur, managed.as_deref());
-            Ok(cur)
-        };
-        Ok(Some(WriteResult {
-            obj: self.after_update(resource, committed, was).await?,
-            created: false,
-            warnings: p.warnings,
-        }))
+        self.ask.kind == kind
+            && self.ask.subresource.as_deref() == sub
+            && self.ask.opts == *opts
+            && self.manager == manager
+            && self.ask.now == now
+            && self.ask.body == **body
     }
 }
 
@@ -258,7 +243,7 @@ mod tests {
         assert_eq!(failed["status"]["phase"], "Failed");
         assert!(!prepared());
         announce(&status("Succeeded"), &now);
-        tokio::time::sleep(Duration::from_secs(5)).await;
+        clock.sleep(Duration::from_secs(5)).await;
         let later = meta::format_time(clock.now());
         assert_ne!(later, now);
         let done = patch(status("Succeeded")).await.unwrap();

@@ -131,6 +131,7 @@ impl Server {
                 Some(&mgr),
                 false,
                 false,
+                None,
                 &mut |cur| {
                     let scale = self.scale_of(resource, cur);
                     let new_scale = match &change {
@@ -399,6 +400,7 @@ impl Server {
             None,
             false,
             false,
+            None,
             &mut |cur| {
                 if meta::uid(cur) != uid || allowed(cur) <= 0 {
                     return Err(refuse(cur));
@@ -445,6 +447,7 @@ impl Server {
                 Some(&mgr),
                 false,
                 false,
+                None,
                 &mut |cur| {
                     let mut n = cur.clone();
                     n["spec"]["finalizers"] = fins.clone();

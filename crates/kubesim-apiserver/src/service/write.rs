@@ -10,6 +10,8 @@ use kubesim_store::{Record, WriteOp};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::apart::decode_apart;
+use super::prepare_ahead::Prepared;
 use super::{attrs, encode, encode_with, object_key, store_error, Caller, Server};
 
 /// How many times an update without a client precondition is retried when a
@@ -447,6 +449,7 @@ impl Server {
                 Some(&mgr),
                 precondition,
                 false,
+                None,
                 &mut |_cur| Ok(body.clone()),
             )
             .await?;
@@ -489,10 +492,8 @@ impl Server {
                 "force is only allowed for apply patches",
             ));
         }
-        let prepared = self.patch_prepared(resource, ns, name, kind, &body, sub, opts, &mgr);
-        if let Some(r) = prepared.await? {
-            return Ok(r);
-        }
+        // An update prepared ahead for this very patch (prepare_ahead.rs).
+        let announced = |p: &Prepared| p.answers(kind, &body, sub, opts, &mgr, &self.now_string());
         let mut warnings = Vec::new();
         let mut r = self
             .update_with(
@@ -504,6 +505,7 @@ impl Server {
                 Some(&mgr),
                 false,
                 patch_reads_managed(kind, &body),
+                Some(&announced),
                 &mut |cur| {
                     let mut out = patch::apply_patch_body(kind, resource, cur, body)?;
                     self.check_type(resource, &mut out)?;
@@ -590,6 +592,7 @@ impl Server {
                 None,
                 false,
                 true,
+                None,
                 &mut |cur| {
                     let mut out = patch::server_side_apply(
                         resource,
@@ -611,7 +614,9 @@ impl Server {
     /// The read-modify-write loop shared by update and patch. Unless the
     /// mutation `reads_managed`, it sees the current object with a `null`
     /// placeholder for managedFields (see `apart`): proposing the
-    /// placeholder keeps the stored list, as proposing none does.
+    /// placeholder keeps the stored list, as proposing none does. An
+    /// update prepared ahead for the current revision that is `announced`
+    /// as this one is committed in place of the mutation's.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn update_with(
         &self,
@@ -623,6 +628,7 @@ impl Server {
         mgr: Option<&str>,
         precondition: bool,
         reads_managed: bool,
+        announced: Option<&(dyn Fn(&Prepared) -> bool + Sync)>,
         mutate: &mut (dyn FnMut(&Value) -> Result<Value, ApiError> + Send),
     ) -> Result<WriteResult, ApiError> {
         if let Some(stored) = self.stored_as(resource) {
@@ -641,6 +647,7 @@ impl Server {
                 mgr,
                 precondition,
                 reads_managed,
+                None,
                 &mut through,
             ))
             .await?;
@@ -649,69 +656,86 @@ impl Server {
         }
         for _ in 0..MAX_RETRIES {
             let rec = self.get_record(resource, ns, name)?;
-            let (mut cur, mut managed, mut entries) = self.decode_for_update(&rec)?;
-            if reads_managed {
-                super::restore_managed(&mut cur, managed.take().as_deref());
-                entries = None;
-            }
-            let proposed = mutate(&cur)?;
-            // A proposal with a list of its own (a client echoing the
-            // object it read) is compared with the stored list as a value:
-            // echoing it unchanged changes nothing.
-            if managed.is_some() && patch::managed_fields::raw(&proposed).is_some() {
-                super::restore_managed(&mut cur, managed.take().as_deref());
-                entries = None;
-            }
-            let managed = managed.as_deref();
-            let rv = meta::resource_version(&proposed);
-            if !rv.is_empty() && rv != rec.rev.to_string() {
-                return Err(ApiError::stale(&resource.plural, &resource.group, name));
-            }
-            let rng = self.rng.clone();
-            let new = self.prepare_update(
-                resource,
-                ns,
-                name,
-                &cur,
-                managed,
-                entries,
-                proposed,
-                part,
-                mgr,
-                &self.now_string(),
-                &mut move || rng.suffix(5),
-            )?;
-            if same_object(&new, &cur) {
-                super::restore_managed(&mut cur, managed);
-                return Ok(WriteResult {
-                    obj: cur,
-                    created: false,
-                    warnings: Vec::new(),
-                });
-            }
-            if opts.dry_run {
-                let mut new = new;
-                super::restore_managed(&mut new, managed);
-                return Ok(WriteResult {
-                    obj: new,
-                    created: false,
-                    warnings: Vec::new(),
-                });
-            }
-            let keep = keeps_answer(resource, opts);
-            match self.commit_update(resource, ns, name, &rec, new, managed, keep)? {
-                Some(committed) => {
+            let committed = match announced.and_then(|a| self.take_prepared(&rec, a)) {
+                Some(p) => {
+                    let Prepared {
+                        new,
+                        managed,
+                        warnings,
+                        ..
+                    } = *p;
+                    let was = || {
+                        let (mut cur, managed) = decode_apart(&rec)?;
+                        super::restore_managed(&mut cur, managed.as_deref());
+                        Ok(cur)
+                    };
                     let obj = self
-                        .after_update(resource, committed, || {
-                            super::restore_managed(&mut cur, managed);
-                            Ok(cur)
-                        })
+                        .commit_answer(resource, ns, name, &rec, new, managed.as_deref(), opts, was)
                         .await?;
+                    obj.map(|o| (o, warnings))
+                }
+                None => {
+                    let (mut cur, mut managed, mut entries) = self.decode_for_update(&rec)?;
+                    if reads_managed {
+                        super::restore_managed(&mut cur, managed.take().as_deref());
+                        entries = None;
+                    }
+                    let proposed = mutate(&cur)?;
+                    // A proposal with a list of its own (a client echoing
+                    // the object it read) is compared with the stored list
+                    // as a value: echoing it unchanged changes nothing.
+                    if managed.is_some() && patch::managed_fields::raw(&proposed).is_some() {
+                        super::restore_managed(&mut cur, managed.take().as_deref());
+                        entries = None;
+                    }
+                    let managed = managed.as_deref();
+                    let rv = meta::resource_version(&proposed);
+                    if !rv.is_empty() && rv != rec.rev.to_string() {
+                        return Err(ApiError::stale(&resource.plural, &resource.group, name));
+                    }
+                    let rng = self.rng.clone();
+                    let new = self.prepare_update(
+                        resource,
+                        ns,
+                        name,
+                        &cur,
+                        managed,
+                        entries,
+                        proposed,
+                        part,
+                        mgr,
+                        &self.now_string(),
+                        &mut move || rng.suffix(5),
+                    )?;
+                    let unchanged = same_object(&new, &cur);
+                    if unchanged || opts.dry_run {
+                        // Nothing written: the current object, or what would
+                        // have been.
+                        let mut obj = if unchanged { cur } else { new };
+                        super::restore_managed(&mut obj, managed);
+                        return Ok(WriteResult {
+                            obj,
+                            created: false,
+                            warnings: Vec::new(),
+                        });
+                    }
+                    let was = || {
+                        super::restore_managed(&mut cur, managed);
+                        Ok(cur)
+                    };
+                    let obj = self
+                        .commit_answer(resource, ns, name, &rec, new, managed, opts, was)
+                        .await?;
+                    obj.map(|o| (o, Vec::new()))
+                }
+            };
+            match committed {
+                Some((obj, warnings)) => {
                     return Ok(WriteResult {
                         obj,
                         created: false,
-                        warnings: Vec::new(),
-                    });
+                        warnings,
+                    })
                 }
                 None if precondition => {
                     return Err(ApiError::stale(&resource.plural, &resource.group, name));
@@ -727,21 +751,33 @@ impl Server {
         ))
     }
 
-    /// What an update that committed answers, once durable: the object
+    /// Commits `new` over `rec` and, once durable, answers the object
     /// written, or when the write removed it (its last finalizer gone),
-    /// the object as it was (`was`) at the removal's revision.
-    pub(crate) async fn after_update(
+    /// the object as it was (`was`) at the removal's revision. None when
+    /// the object has moved past `rec`.
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_answer(
         &self,
         resource: &ResourceInfo,
-        (obj, rev): (Option<Value>, u64),
+        ns: &str,
+        name: &str,
+        rec: &Arc<Record>,
+        new: Value,
+        managed: Option<&RawValue>,
+        opts: &WriteOptions,
         was: impl FnOnce() -> Result<Value, ApiError>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Option<Value>, ApiError> {
+        let keep = keeps_answer(resource, opts);
+        let Some((obj, rev)) = self.commit_update(resource, ns, name, rec, new, managed, keep)?
+        else {
+            return Ok(None);
+        };
         self.store.wait_durable(rev).await.map_err(store_error)?;
         self.after_commit(resource, obj.as_ref());
-        Ok(match obj {
+        Ok(Some(match obj {
             Some(o) => o,
             None => super::at_revision(was()?, rev),
-        })
+        }))
     }
 
     /// Builds the object an update stores from the current one and the
@@ -1066,7 +1102,7 @@ enum Handing {
 /// Whether a write answers its caller with the written object: unless the
 /// caller asked for the resourceVersion only, and nothing the server does
 /// after the commit reads the object.
-pub(super) fn keeps_answer(resource: &ResourceInfo, opts: &WriteOptions) -> bool {
+fn keeps_answer(resource: &ResourceInfo, opts: &WriteOptions) -> bool {
     !opts.version_only || Server::reads_committed(resource)
 }
 

@@ -165,7 +165,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     // Every component runs on this one thread; another core, if there is
     // one, does work whose results are wanted later: decoding committed
     // objects ahead of the writes that read them, rendering the patches of
-    // stages that wait. (On one core its waiting for work would only take
+    // stages that wait and preparing their updates. (On one core its waiting for work would only take
     // turns from this thread.)
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let ahead = (cores > 1).then(Ahead::start);
