@@ -93,15 +93,17 @@ fn is_bare(obj: &Value) -> bool {
     !has_owner && !has_finalizer && !meta::is_deleting(obj)
 }
 
-/// Objects by uid, and each owner uid's dependents (both ordered, so the
-/// collector acts in the same order every time).
+/// Objects by uid, and each owner uid's dependents. Objects are hashed:
+/// each change looks its object up. The dependents, which decide the
+/// order work is queued in, are ordered, so the collector acts in the
+/// same order every time.
 #[derive(Default)]
 struct Graph {
-    nodes: BTreeMap<String, Node>,
+    nodes: hashbrown::HashMap<String, Node>,
     /// Objects with no owners, no finalizers and no deletion under way:
     /// nothing to do about them but know they exist (as owners). Most
     /// objects are such, so they are kept as bare uids.
-    bare: BTreeSet<String>,
+    bare: hashbrown::HashSet<String>,
     dependents: BTreeMap<String, BTreeSet<String>>,
 }
 

@@ -12,6 +12,7 @@
 //! itself. A shaped cache (e.g. metadata only) applies its shape on parse.
 
 use std::collections::{BTreeMap, BTreeSet};
+
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -22,7 +23,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::decode::{self, Decode};
-use crate::informer::{Change, KeyParts, ObjectKey, Transform};
+use crate::informer::{Change, KeyRef, KeyedMap, ObjectKey, Transform};
 
 /// Number of fixed strings at the front of [`Entry::packed`].
 const FIXED: usize = 3;
@@ -211,14 +212,47 @@ impl std::fmt::Debug for Lazy {
     }
 }
 
+/// The objects by key, hashed for the lookups every change makes (a
+/// node's existence, an object's resourceVersion), and their keys in
+/// order for whatever is listed: nothing iterates the hashed map, so its
+/// order reaches no output.
 #[derive(Default)]
 struct Inner {
-    objects: BTreeMap<ObjectKey, Entry>,
+    objects: KeyedMap<Entry>,
+    order: BTreeSet<ObjectKey>,
     by_controller: BTreeMap<String, BTreeSet<ObjectKey>>,
     by_node: BTreeMap<String, BTreeSet<ObjectKey>>,
 }
 
 impl Inner {
+    fn get(&self, namespace: &str, name: &str) -> Option<&Entry> {
+        self.objects.get(&KeyRef(namespace, name))
+    }
+
+    /// Every object, in key order.
+    fn ordered(&self) -> impl Iterator<Item = (&ObjectKey, &Entry)> {
+        self.keyed(self.order.iter())
+    }
+
+    /// The objects of `namespace`, in name order.
+    fn in_namespace<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Entry)> + 'a {
+        let keys = self
+            .order
+            .range(ObjectKey::new(namespace, "")..)
+            .take_while(move |k| k.namespace == namespace);
+        self.keyed(keys)
+    }
+
+    fn keyed<'a>(
+        &'a self,
+        keys: impl Iterator<Item = &'a ObjectKey> + 'a,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Entry)> + 'a {
+        keys.filter_map(|k| self.objects.get(k).map(|e| (k, e)))
+    }
+
     fn insert(&mut self, key: ObjectKey, e: Entry) -> Option<Entry> {
         // Most changes (status writes) keep the owner and the node: the
         // entry is replaced where it is, with one lookup and no index churn.
@@ -240,12 +274,14 @@ impl Inner {
                 .or_default()
                 .insert(key.clone());
         }
+        self.order.insert(key.clone());
         self.objects.insert(key, e);
         old
     }
 
     fn remove(&mut self, key: &ObjectKey) -> Option<Entry> {
         let old = self.objects.remove(key)?;
+        self.order.remove(key);
         let unindex = |index: &mut BTreeMap<String, BTreeSet<ObjectKey>>, v: Option<&str>| {
             if let Some(v) = v {
                 if let Some(set) = index.get_mut(v) {
@@ -302,8 +338,7 @@ impl Cache {
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
         self.inner
             .read()
-            .objects
-            .get(&(namespace, name) as &dyn KeyParts)
+            .get(namespace, name)
             .map(|e| e.parse(self.shape))
     }
 
@@ -324,16 +359,12 @@ impl Cache {
     ) -> Option<R> {
         self.inner
             .read()
-            .objects
-            .get(&(namespace, name) as &dyn KeyParts)
+            .get(namespace, name)
             .map(|e| f(e.resource_version()))
     }
 
     pub fn contains(&self, namespace: &str, name: &str) -> bool {
-        self.inner
-            .read()
-            .objects
-            .contains_key(&(namespace, name) as &dyn KeyParts)
+        self.inner.read().get(namespace, name).is_some()
     }
 
     /// Every object, in key order. Parses them all: fine for nodes or
@@ -341,20 +372,16 @@ impl Cache {
     pub fn list(&self) -> Vec<Arc<Value>> {
         self.inner
             .read()
-            .objects
-            .values()
-            .map(|e| e.parse(self.shape))
+            .ordered()
+            .map(|(_, e)| e.parse(self.shape))
             .collect()
     }
 
     /// The objects of one namespace, in name order (parses them all).
     pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<Value>> {
         let inner = self.inner.read();
-        let from = ObjectKey::new(namespace, "");
         inner
-            .objects
-            .range(from..)
-            .take_while(|(k, _)| k.namespace == namespace)
+            .in_namespace(namespace)
             .map(|(_, e)| e.parse(self.shape))
             .collect()
     }
@@ -366,15 +393,12 @@ impl Cache {
         let matching = |(_, e): &(&ObjectKey, &Entry)| e.labels_match(selector);
         match namespace {
             Some(ns) => inner
-                .objects
-                .range(ObjectKey::new(ns, "")..)
-                .take_while(|(k, _)| k.namespace == ns)
+                .in_namespace(ns)
                 .filter(matching)
                 .map(|(_, e)| e.parse(self.shape))
                 .collect(),
             None => inner
-                .objects
-                .iter()
+                .ordered()
                 .filter(matching)
                 .map(|(_, e)| e.parse(self.shape))
                 .collect(),
@@ -411,9 +435,7 @@ impl Cache {
     pub fn orphans(&self, namespace: &str, selector: &LabelSelector) -> Vec<Arc<Value>> {
         let inner = self.inner.read();
         inner
-            .objects
-            .range(ObjectKey::new(namespace, "")..)
-            .take_while(|(k, _)| k.namespace == namespace)
+            .in_namespace(namespace)
             .filter(|(_, e)| e.controller().is_none() && e.labels_match(selector))
             .map(|(_, e)| e.parse(self.shape))
             .collect()
@@ -442,29 +464,24 @@ impl Cache {
     pub fn label(&self, namespace: &str, name: &str, key: &str) -> Option<Option<String>> {
         self.inner
             .read()
-            .objects
-            .get(&(namespace, name) as &dyn KeyParts)
+            .get(namespace, name)
             .map(|e| label_of(&e.packed, key).map(String::from))
     }
 
     /// The labels of one object, without parsing it.
     pub fn labels(&self, namespace: &str, name: &str) -> Option<BTreeMap<String, String>> {
-        self.inner
-            .read()
-            .objects
-            .get(&(namespace, name) as &dyn KeyParts)
-            .map(|e| {
-                let mut it = e.packed.iter().skip(FIXED);
-                let mut out = BTreeMap::new();
-                while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                    out.insert(k.to_string(), v.to_string());
-                }
-                out
-            })
+        self.inner.read().get(namespace, name).map(|e| {
+            let mut it = e.packed.iter().skip(FIXED);
+            let mut out = BTreeMap::new();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                out.insert(k.to_string(), v.to_string());
+            }
+            out
+        })
     }
 
     pub fn keys(&self) -> Vec<ObjectKey> {
-        self.inner.read().objects.keys().cloned().collect()
+        self.inner.read().order.iter().cloned().collect()
     }
 
     pub fn len(&self) -> usize {
@@ -536,7 +553,7 @@ impl Cache {
             inner.insert(k, e);
         }
         let mut changes = Vec::new();
-        for (k, prev) in &old.objects {
+        for (k, prev) in old.ordered() {
             match modified.remove(k) {
                 Some((old, new)) => changes.push(Change::Modified { old, new }),
                 None if !inner.objects.contains_key(k) => {
@@ -606,6 +623,45 @@ mod tests {
         c.delete(pod("c", "", "", ""));
         assert!(c.controlled_by("rs1").is_empty());
         assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn borrowed_names_find_keys_and_listing_keeps_key_order() {
+        use std::hash::BuildHasher;
+        let h = hashbrown::DefaultHashBuilder::default();
+        // A split that moves a character across the parts hashes apart.
+        for (ns, name) in [("ns", "a"), ("", "node-1"), ("n", "sa"), ("ns", "")] {
+            assert_eq!(
+                h.hash_one(KeyRef(ns, name)),
+                h.hash_one(ObjectKey::new(ns, name))
+            );
+        }
+        let c = Cache::default();
+        for (ns, name) in [("b", "z"), ("a", "y"), ("b", "x"), ("", "w")] {
+            let mut p = pod(name, "web", "rs1", "n1");
+            p["metadata"]["namespace"] = json!(ns);
+            c.upsert(p);
+        }
+        assert!(c.contains("b", "x"));
+        assert!(!c.contains("b", "y"));
+        assert!(!c.contains("", "bx"));
+        assert_eq!(c.resource_version("a", "y").as_deref(), Some("1"));
+        let keys: Vec<String> = c.keys().iter().map(ToString::to_string).collect();
+        assert_eq!(keys, ["w", "a/y", "b/x", "b/z"]);
+        let names = |v: Vec<Arc<Value>>| {
+            v.iter()
+                .map(|o| meta::name(o).to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(c.list()), ["w", "y", "x", "z"]);
+        assert_eq!(names(c.list_namespace("b")), ["x", "z"]);
+        c.delete(pod("x", "", "", ""));
+        assert!(c.contains("b", "x"));
+        let mut gone = pod("x", "", "", "");
+        gone["metadata"]["namespace"] = json!("b");
+        c.delete(gone);
+        assert!(!c.contains("b", "x"));
+        assert_eq!(names(c.list_namespace("b")), ["z"]);
     }
 
     #[test]

@@ -43,6 +43,23 @@ impl ObjectKey {
     }
 }
 
+/// A borrowed `(namespace, name)` that finds an [`ObjectKey`] in a
+/// [`KeyedMap`]: it hashes as the derived `Hash` of `ObjectKey` does
+/// (namespace, then name).
+#[derive(Hash)]
+pub struct KeyRef<'a>(pub &'a str, pub &'a str);
+
+impl hashbrown::Equivalent<ObjectKey> for KeyRef<'_> {
+    fn equivalent(&self, key: &ObjectKey) -> bool {
+        self.0 == key.namespace && self.1 == key.name
+    }
+}
+
+/// Objects by key, hashed: for lookups on the paths of every change, where
+/// a B-tree's string comparisons cost more. Its iteration order is not
+/// fixed: nothing that reaches an output may iterate one.
+pub type KeyedMap<V> = hashbrown::HashMap<ObjectKey, V>;
+
 /// A key seen as its two parts, so that maps keyed by [`ObjectKey`] can be
 /// searched with borrowed strings (`&(namespace, name) as &dyn KeyParts`):
 /// lookups by name are on the paths of nearly every change, and building a

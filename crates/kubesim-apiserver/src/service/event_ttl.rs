@@ -16,7 +16,7 @@ use kubesim_store::{EventType, WriteOp};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::{at_revision, decode_apart, encode_with, Server};
+use super::{at_revision, decode_apart, encode_with, restamped, Server};
 
 /// kube-apiserver's default `--event-ttl`.
 pub(crate) const EVENT_TTL: Duration = Duration::from_secs(60 * 60);
@@ -102,13 +102,16 @@ impl Server {
     /// `rev`, leaving it with the deletion's revision as its final state.
     fn expire(&self, key: &str, rev: u64) {
         let written = self.store.write(EVENTS, key, &mut |cur, at| match cur {
-            // Nothing reads the Event's managedFields: they go back as
-            // they were stored.
-            Some(c) if c.rev == rev => match decode_apart(c) {
-                Ok((obj, managed)) => WriteOp::Delete {
-                    bytes: encode_with(&at_revision(obj, at), managed.as_deref()),
+            // Only the resourceVersion changes: the bytes are stamped
+            // where they are, not decoded and written again.
+            Some(c) if c.rev == rev => match restamped(&c.bytes, at) {
+                Some(bytes) => WriteOp::Delete { bytes },
+                None => match decode_apart(c) {
+                    Ok((obj, managed)) => WriteOp::Delete {
+                        bytes: encode_with(&at_revision(obj, at), managed.as_deref()),
+                    },
+                    Err(_) => WriteOp::Abort,
                 },
-                Err(_) => WriteOp::Abort,
             },
             _ => WriteOp::Abort,
         });

@@ -21,7 +21,7 @@ use std::time::Duration;
 use kubesim_core::meta;
 use kubesim_core::patch::PatchType;
 use kubesim_runtime::{
-    Change, DeleteOptions, Informer, KeyParts, ObjectKey, ResourceRef, WriteOptions,
+    Change, DeleteOptions, Informer, KeyRef, KeyedMap, ObjectKey, ResourceRef, WriteOptions,
 };
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -36,6 +36,10 @@ mod stray;
 
 /// kube-controller-manager's default `--terminated-pod-gc-threshold`.
 pub const DEFAULT_THRESHOLD: usize = 12_500;
+
+/// Terminated pods beyond those a pass deletes whose deletions are
+/// announced (see `collect_terminated`).
+const LOOKAHEAD: usize = 8;
 
 /// Upstream's `gcCheckPeriod`.
 const CHECK_PERIOD: Duration = Duration::from_secs(20);
@@ -77,7 +81,7 @@ impl Place {
 /// its phase is a terminal one (Succeeded or Failed).
 #[derive(Default)]
 struct Terminated {
-    by_key: BTreeMap<ObjectKey, Place>,
+    by_key: KeyedMap<Place>,
     ordered: BTreeMap<Place, bool>,
 }
 
@@ -86,8 +90,10 @@ impl Terminated {
     /// Most changes are of pods that have not terminated: those are looked
     /// up by borrowed name, without building a key.
     fn set(&mut self, pod: &Value, place: Option<(Place, bool)>) {
-        let parts = (meta::namespace(pod), meta::name(pod));
-        if let Some(old) = self.by_key.remove(&parts as &dyn KeyParts) {
+        if let Some(old) = self
+            .by_key
+            .remove(&KeyRef(meta::namespace(pod), meta::name(pod)))
+        {
             self.ordered.remove(&old);
         }
         if let Some((p, terminal)) = place {
@@ -102,6 +108,19 @@ impl Terminated {
         self.ordered
             .iter()
             .take(n)
+            .map(|(p, t)| (p.clone(), *t))
+            .collect()
+    }
+
+    /// The `count` pods next in line after those beyond `threshold`: the
+    /// next passes' deletions, unless pods terminate meanwhile that go
+    /// before them.
+    fn upcoming(&self, threshold: usize, count: usize) -> Vec<(Place, bool)> {
+        let n = self.by_key.len().saturating_sub(threshold);
+        self.ordered
+            .iter()
+            .skip(n)
+            .take(count)
             .map(|(p, t)| (p.clone(), *t))
             .collect()
     }
@@ -164,6 +183,8 @@ async fn collect_terminated(
     over: Arc<Notify>,
 ) {
     let mut last: Option<Instant> = None;
+    // The last pod in deletion order whose decode was asked for.
+    let mut announced: Option<Place> = None;
     loop {
         if terminated.lock().by_key.len() <= threshold {
             over.notified().await;
@@ -181,15 +202,25 @@ async fn collect_terminated(
         // Upstream logs each pass at its default level; here a long
         // simulation would print one line per finished pod.
         tracing::debug!(pods = doomed.len(), "garbage collecting terminated pods");
-        // All but the first, which is deleted at once: waiting for its
-        // decode elsewhere would take as long as decoding it here.
+        // The stored pods these deletions read are decoded elsewhere
+        // meanwhile, and so are those of the next few passes: with pods
+        // finishing one by one, a pass mostly deletes one, which is
+        // wanted at once. The first of this pass is deleted at once:
+        // waiting for its decode elsewhere would take as long as decoding
+        // it here, unless an earlier pass announced it.
+        let soon = terminated.lock().upcoming(threshold, LOOKAHEAD);
         let keys: Vec<(&str, &str)> = doomed
             .iter()
             .skip(1)
+            .chain(soon.iter())
+            .filter(|(p, _)| announced.as_ref().is_none_or(|a| p > a))
             .map(|(p, _)| (p.namespace.as_str(), p.name.as_str()))
             .collect();
         if !keys.is_empty() {
             ctx.api.expect_writes(&pods_ref(), &keys);
+        }
+        if let Some((last, _)) = soon.last().or(doomed.last()) {
+            announced = Some(last.clone());
         }
         for (p, terminal) in doomed {
             fail_and_delete(ctx, &p.namespace, &p.name, terminal, None).await;

@@ -2,11 +2,11 @@
 //! running) and finished, on which node, and the queue and cpu in use
 //! after every change.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kubesim_core::meta;
-use kubesim_runtime::{Change, Clock};
+use kubesim_runtime::{Change, Clock, KeyRef, KeyedMap, ObjectKey};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -85,7 +85,7 @@ struct State {
     /// Pods that must succeed for each job to be complete.
     expected: Vec<u32>,
     succeeded: Vec<u32>,
-    pods: BTreeMap<(String, String), PodTrack>,
+    pods: KeyedMap<PodTrack>,
     samples: Vec<Sample>,
     done: usize,
     queued: usize,
@@ -97,7 +97,8 @@ struct State {
 #[derive(Clone)]
 pub struct Recorder {
     state: Arc<Mutex<State>>,
-    nodes: Arc<Vec<String>>,
+    /// Each node's index in the order the nodes were given.
+    nodes: Arc<HashMap<String, usize>>,
     clock: Clock,
     changed: Arc<Notify>,
 }
@@ -120,7 +121,7 @@ impl Recorder {
                     .collect(),
                 expected: jobs.iter().map(expected_pods).collect(),
                 succeeded: vec![0; jobs.len()],
-                pods: BTreeMap::new(),
+                pods: KeyedMap::default(),
                 samples: Vec::new(),
                 done: 0,
                 queued: 0,
@@ -128,7 +129,7 @@ impl Recorder {
                 cpu: 0,
                 resolved: 0,
             })),
-            nodes: Arc::new(nodes.to_vec()),
+            nodes: Arc::new(node_indexes(nodes)),
             clock,
             changed: Arc::new(Notify::new()),
         }
@@ -218,15 +219,17 @@ impl Recorder {
             return;
         }
         let t = self.now(&s);
-        let key = (
-            meta::namespace(pod).to_string(),
-            meta::name(pod).to_string(),
-        );
-        let track = s.pods.entry(key.clone()).or_insert_with(|| PodTrack {
-            cpu: pod_cpu_millis(pod),
-            running: false,
-            done: false,
-        });
+        let (ns, name) = (meta::namespace(pod), meta::name(pod));
+        let key = KeyRef(ns, name);
+        if !s.pods.contains_key(&key) {
+            let track = PodTrack {
+                cpu: pod_cpu_millis(pod),
+                running: false,
+                done: false,
+            };
+            s.pods.insert(ObjectKey::new(ns, name), track);
+        }
+        let track = &s.pods[&key];
         if track.done {
             return;
         }
@@ -246,7 +249,7 @@ impl Recorder {
                     .unwrap_or("");
                 let o = &mut s.outcomes[i];
                 o.start = Some(t);
-                o.node = self.nodes.iter().position(|n| n == node);
+                o.node = self.nodes.get(node).copied();
                 s.queued = s.queued.saturating_sub(1);
             }
             changed = true;
@@ -309,6 +312,15 @@ impl Recorder {
     pub fn samples(&self) -> Vec<Sample> {
         self.state.lock().samples.clone()
     }
+}
+
+/// Each node name's index in `nodes`; the first, should a name repeat.
+fn node_indexes(nodes: &[String]) -> HashMap<String, usize> {
+    let mut index = HashMap::with_capacity(nodes.len());
+    for (i, n) in nodes.iter().enumerate() {
+        index.entry(n.clone()).or_insert(i);
+    }
+    index
 }
 
 /// Pods that must succeed for a job to be complete: a Job's completions,
