@@ -48,7 +48,13 @@ impl Clock {
 
     /// The current time, for timestamps written into objects.
     pub fn now(&self) -> Timestamp {
-        let elapsed = self.start.elapsed();
+        self.at(tokio::time::Instant::now())
+    }
+
+    /// The time at `instant` (a simulation's component saying when it
+    /// will act).
+    pub fn at(&self, instant: tokio::time::Instant) -> Timestamp {
+        let elapsed = instant.saturating_duration_since(self.start);
         self.epoch
             .checked_add(
                 jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX),

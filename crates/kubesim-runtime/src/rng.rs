@@ -48,6 +48,12 @@ impl Rng {
         self.inner.lock().random_range(0..n)
     }
 
+    /// A generator of its own, seeded by a draw from this one: what it
+    /// draws does not depend on when, or on which thread, it draws.
+    pub fn fork(&self) -> Rng {
+        Rng::seeded(self.inner.lock().next_u64())
+    }
+
     pub fn unit(&self) -> f64 {
         self.inner.lock().random::<f64>()
     }

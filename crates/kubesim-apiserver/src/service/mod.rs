@@ -9,6 +9,7 @@ pub mod attrs;
 mod bootstrap;
 mod compaction;
 mod crd;
+mod create_ahead;
 pub mod delete;
 mod event_ttl;
 mod handoff;
@@ -66,6 +67,8 @@ pub struct Server {
     /// With [`Server::decode_ahead`]: committed objects decoded on a
     /// thread of their own for the writes that will read them.
     predecode: std::sync::OnceLock<predecode::Predecode>,
+    /// Creates said to come (see `create_ahead`).
+    announced: create_ahead::Announced,
 }
 
 impl Server {
@@ -82,6 +85,7 @@ impl Server {
             namespaces_deleting: peek::DeletingCache::default(),
             event_ttl: event_ttl::EventTtl::default(),
             predecode: std::sync::OnceLock::new(),
+            announced: create_ahead::Announced::default(),
         });
         s.load_custom_resources();
         s

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kubesim_core::patch::{self, PatchBody, PatchType};
 use kubesim_core::{defaults, meta, same, schema, validation, ApiError, Cause, ResourceInfo};
-use kubesim_runtime::{FieldValidation, WriteOptions};
+use kubesim_runtime::{FieldValidation, Rng, WriteOptions};
 use kubesim_store::{Record, WriteOp};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -208,7 +208,7 @@ impl Server {
         &self,
         resource: &ResourceInfo,
         ns: &str,
-        mut obj: Value,
+        obj: Value,
         opts: &WriteOptions,
         caller: &Caller,
     ) -> Result<WriteResult, ApiError> {
@@ -226,13 +226,35 @@ impl Server {
                 .create_converted(resource, &stored, ns, obj, opts, caller)
                 .await;
         }
-        self.check_type(resource, &mut obj)?;
-        let warnings = self.check_fields(resource, &obj, opts)?;
         let mgr = manager(opts, caller);
-        self.prepare_create(resource, ns, &mut obj, Some(&mgr))?;
+        let now = self.now_string();
+        let (obj, warnings) = match self.take_announced(resource, ns, obj, opts, &mgr, &now) {
+            Ok(prepared) => prepared?,
+            Err(obj) => self.checked_create(resource, ns, obj, opts, &mgr, &now, &self.rng)?,
+        };
         let name = meta::name(&obj).to_string();
         self.finish_create(resource, ns, &name, obj, opts, warnings)
             .await
+    }
+
+    /// A create's object checked and prepared for the commit, and the
+    /// warnings its answer carries: made at `now` by `manager`, drawing
+    /// its random values from `draws`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn checked_create(
+        &self,
+        resource: &ResourceInfo,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+        manager: &str,
+        now: &str,
+        draws: &Rng,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        self.check_type(resource, &mut obj)?;
+        let warnings = self.check_fields(resource, &obj, opts)?;
+        self.prepare_create(resource, ns, &mut obj, Some(manager), now, draws)?;
+        Ok((obj, warnings))
     }
 
     /// Everything a create does before the commit: namespace, name,
@@ -246,6 +268,8 @@ impl Server {
         ns: &str,
         obj: &mut Value,
         manager: Option<&str>,
+        now: &str,
+        draws: &Rng,
     ) -> Result<(), ApiError> {
         let m = meta::metadata_mut(obj);
         if resource.namespaced() {
@@ -282,7 +306,7 @@ impl Server {
                     let g = g.to_string();
                     m.insert(
                         "name".into(),
-                        Value::String(format!("{g}{}", self.rng.suffix(5))),
+                        Value::String(format!("{g}{}", draws.suffix(5))),
                     );
                 }
                 _ => {
@@ -302,8 +326,8 @@ impl Server {
         for k in SERVER_META {
             m.remove(*k);
         }
-        m.insert("uid".into(), Value::String(self.rng.uuid()));
-        m.insert("creationTimestamp".into(), Value::String(self.now_string()));
+        m.insert("uid".into(), Value::String(draws.uuid()));
+        m.insert("creationTimestamp".into(), Value::String(now.to_string()));
         if tracks_generation(resource) {
             m.insert("generation".into(), json!(1));
         }
@@ -323,14 +347,12 @@ impl Server {
                 Some(o) if resource.has_subresource("status") => o.remove("status"),
                 _ => None,
             };
-            let now = self.now_string();
-            patch::track_update(resource, None, obj, mgr, None, &now);
+            patch::track_update(resource, None, obj, mgr, None, now);
             if let (Some(st), Some(o)) = (status, obj.as_object_mut()) {
                 o.insert("status".into(), st);
             }
         }
-        let rng = self.rng.clone();
-        let mut suffix = move || rng.suffix(5);
+        let mut suffix = move || draws.suffix(5);
         defaults::admit(
             resource,
             obj,
@@ -565,7 +587,7 @@ impl Server {
             let target: &ResourceInfo = stored.as_deref().unwrap_or(resource);
             let mut obj = kubesim_core::convert::to_storage(resource, obj)?;
             // Server-side apply has recorded its manager already.
-            self.prepare_create(target, ns, &mut obj, None)?;
+            self.prepare_create(target, ns, &mut obj, None, &self.now_string(), &self.rng)?;
             return match self
                 .finish_create(target, ns, name, obj, opts, warnings.clone())
                 .await
@@ -982,6 +1004,7 @@ impl Server {
         committed: &kubesim_store::Committed,
     ) -> Option<Value> {
         self.compact_if_due();
+        self.after_write_announced(resource);
         // The commit's event names its storage resource: no key to build.
         self.after_write_ttl(committed.event.as_deref());
         self.decode_later(&obj, committed.event.as_deref());

@@ -325,17 +325,17 @@ pub fn token_volume(name: &str) -> Value {
     })
 }
 
-/// The Priority admission plugin without a named class: no global default
-/// class exists in a fresh cluster, so priority is 0. A named class is
-/// resolved by the server, which knows the classes (see
-/// [`resolve_priority`]).
+/// The Priority admission plugin's preemption policy for a pod without a
+/// named class. The priority itself is left to the server, which knows
+/// the classes: a global default class gives its value, and a priority
+/// set here would read as one the client gave, which admission refuses
+/// when it differs (see [`resolve_priority`]).
 fn default_priority(spec: &mut Map<String, Value>) {
     let named = spec
         .get("priorityClassName")
         .and_then(Value::as_str)
         .is_some_and(|s| !s.is_empty());
     if !named {
-        set_default(spec, "priority", 0);
         set_default(spec, "preemptionPolicy", "PreemptLowerPriority");
     }
 }

@@ -53,7 +53,7 @@ fn minimal_pod_matches_real_cluster() {
                 "volumeMounts": [{"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
                                   "name": "kube-api-access-x7k2p", "readOnly": true}]}],
             "dnsPolicy": "ClusterFirst", "enableServiceLinks": true,
-            "preemptionPolicy": "PreemptLowerPriority", "priority": 0,
+            "preemptionPolicy": "PreemptLowerPriority",
             "restartPolicy": "Always", "schedulerName": "default-scheduler",
             "securityContext": {}, "serviceAccount": "default", "serviceAccountName": "default",
             "terminationGracePeriodSeconds": 30,

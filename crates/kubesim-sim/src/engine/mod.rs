@@ -11,12 +11,14 @@ mod pods;
 mod recorder;
 mod serve;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use kubesim_apiserver::inprocess::InProcess;
 use kubesim_apiserver::Server;
+use kubesim_core::meta;
 use kubesim_runtime::{Ahead, Api, Clock, Informers, ResourceRef, Rng, WriteOptions};
 use kubesim_store::{MemStore, Options, Store};
 use serde_json::Value;
@@ -151,6 +153,11 @@ pub fn simulate(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     std::thread::spawn(move || drop(rt));
     run
 }
+
+/// Jobs whose pods are announced to the API before they are created (see
+/// `Api::create_ahead`): enough for the helper thread to prepare each
+/// while the jobs before it are submitted.
+const ANNOUNCED: usize = 8;
 
 /// How long nothing may change while pods wait and nothing runs before the
 /// run is declared stuck (the scheduler retries unschedulable pods every
@@ -343,10 +350,25 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             // In order of submission (input order among equals).
             let mut order: Vec<usize> = (0..jobs.len()).collect();
             order.sort_by(|a, b| jobs[*a].submit.total_cmp(&jobs[*b].submit));
-            for i in order {
+            let submit_at = |i: usize| start + Duration::from_secs_f64(jobs[i].submit.max(0.0));
+            let opts = WriteOptions::answer_version_only();
+            // The pods of the next jobs, built and announced to the API
+            // (which prepares their creates meanwhile), by job.
+            let mut announced: BTreeMap<usize, Value> = BTreeMap::new();
+            let mut upcoming = order.iter().copied().peekable();
+            for &i in &order {
+                while let Some(j) = upcoming.next_if(|_| announced.len() < ANNOUNCED) {
+                    let job = &jobs[j];
+                    if job.manifest.is_some() || !fits.fits(job) {
+                        continue;
+                    }
+                    let pod = pods::pod(job, j, &names[j]);
+                    let now = meta::format_time(clock.at(submit_at(j)));
+                    client.create_ahead(&ResourceRef::core("pods"), "default", &pod, &opts, &now);
+                    announced.insert(j, pod);
+                }
                 let job = &jobs[i];
-                let at = start + Duration::from_secs_f64(job.submit.max(0.0));
-                clock.sleep_until(at).await;
+                clock.sleep_until(submit_at(i)).await;
                 let prepared = match &job.manifest {
                     Some(m) => pods::manifest(m, i, &registry),
                     None if !fits.fits(job) => {
@@ -356,7 +378,9 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                     None => Ok(pods::Prepared {
                         resource: ResourceRef::core("pods"),
                         namespace: "default".into(),
-                        object: pods::pod(job, i, &names[i]),
+                        object: announced
+                            .remove(&i)
+                            .unwrap_or_else(|| pods::pod(job, i, &names[i])),
                         followed: true,
                     }),
                 };
@@ -373,12 +397,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                     rec.submitted(i);
                 }
                 match client
-                    .create(
-                        &p.resource,
-                        &p.namespace,
-                        p.object,
-                        &WriteOptions::answer_version_only(),
-                    )
+                    .create(&p.resource, &p.namespace, p.object, &opts)
                     .await
                 {
                     Ok(_) if !followed => rec.not_followed(i),
