@@ -31,15 +31,16 @@ use serde_json::Value;
 
 use super::special::admits_updates_alone;
 use super::write::manager;
-use super::{Caller, Server};
+use super::{Caller, Encoded, Server};
 
 /// Announcements kept at most; the oldest go first (creates that never
 /// came, such as jobs rejected).
 const KEPT: usize = 1024;
 
-/// What a create made ahead gives: the object to commit and the warnings
-/// the answer carries, or the error the create answers.
-type Made = Result<(Value, Vec<String>), ApiError>;
+/// What a create made ahead gives: the object to commit, the warnings the
+/// answer carries and, when made on the helper, its bytes; or the error
+/// the create answers.
+type Made = Result<(Value, Vec<String>, Option<Encoded>), ApiError>;
 
 /// The announced creates, and a count of the writes that may change what
 /// admitting a create gives.
@@ -124,7 +125,10 @@ impl Server {
             let draws = draws.clone();
             Making::Ahead(ahead.spawn(move || {
                 let body = Value::clone(&body);
-                server.checked_create(&resource, &ns, body, &opts, &manager, &now, &draws)
+                let (mut obj, warnings) =
+                    server.checked_create(&resource, &ns, body, &opts, &manager, &now, &draws)?;
+                let encoded = Encoded::of(&mut obj, None);
+                Ok((obj, warnings, encoded))
             }))
         });
         let announcement = Announcement {
@@ -176,7 +180,10 @@ impl Server {
             Some(Making::Ahead(made)) => made.get(),
             #[cfg(test)]
             Some(Making::Ready(made)) => made,
-            None => return Ok(self.checked_create(resource, ns, obj, opts, manager, now, &a.draws)),
+            None => {
+                let made = self.checked_create(resource, ns, obj, opts, manager, now, &a.draws);
+                return Ok(made.map(|(obj, warnings)| (obj, warnings, None)));
+            }
         };
         // The request's copies are freed on the helper thread.
         if let Some(ahead) = ahead {
@@ -267,14 +274,26 @@ mod tests {
     }
 
     /// Runs the same requests on a server with a helper thread and on one
-    /// without; returns every answer of each.
+    /// without; returns every answer of each, then the pods' stored bytes.
     async fn both(
         run: impl Fn(InProcess, Clock) -> futures::future::BoxFuture<'static, Vec<Value>>,
     ) -> (Vec<Value>, Vec<Value>) {
-        let (_s1, with, c1) = server(true).await;
-        let with = run(with, c1).await;
-        let (_s2, without, c2) = server(false).await;
-        (with, run(without, c2).await)
+        let mut out = Vec::new();
+        for helper in [true, false] {
+            let (server, api, clock) = server(helper).await;
+            let mut answers = run(api, clock).await;
+            let pods = server.resource("", "v1", "pods").unwrap().storage_key();
+            let stored = server.store.snapshot(&pods, None).unwrap();
+            answers.extend(
+                stored
+                    .items
+                    .values()
+                    .map(|r| Value::String(String::from_utf8(r.bytes.to_vec()).unwrap())),
+            );
+            out.push(answers);
+        }
+        let without = out.pop().unwrap();
+        (out.pop().unwrap(), without)
     }
 
     #[tokio::test(start_paused = true)]
@@ -324,8 +343,10 @@ mod tests {
         })
         .await;
         assert_eq!(with, without);
-        let uids: std::collections::BTreeSet<&str> = with.iter().map(meta::uid).collect();
-        assert_eq!(uids.len(), with.len());
+        let (answers, stored) = with.split_at(6);
+        assert_eq!(stored.len(), 6);
+        let uids: std::collections::BTreeSet<&str> = answers.iter().map(meta::uid).collect();
+        assert_eq!(uids.len(), answers.len());
         assert_eq!(with[4]["metadata"]["labels"]["a"], "b");
         assert_ne!(
             with[5]["metadata"]["creationTimestamp"],

@@ -222,7 +222,7 @@ impl Server {
                         code: 200,
                     });
                 }
-                match self.commit_update(resource, ns, name, &rec, new, managed, true)? {
+                match self.commit_update(resource, ns, name, &rec, new, managed, true, None)? {
                     Some((obj, rev)) => {
                         self.store.wait_durable(rev).await.map_err(store_error)?;
                         return Ok(match obj {
@@ -270,6 +270,7 @@ impl Server {
                 managed,
                 true,
                 false,
+                None,
             )?
             else {
                 continue;

@@ -210,6 +210,50 @@ pub(crate) fn encode_with(obj: &Value, managed: Option<&RawValue>) -> Bytes {
     })
 }
 
+/// The resourceVersion an object serialized ahead of its commit holds
+/// until then: a commit's revision is known only inside the store's write.
+const PENDING_REVISION: &str = "\u{1}rv\u{1}";
+
+/// An object serialized ahead of its commit (on the helper thread, for a
+/// write prepared there), its resourceVersion left to stamp.
+pub(crate) struct Encoded {
+    bytes: Bytes,
+    /// Where the pending resourceVersion's string starts.
+    at: usize,
+}
+
+impl Encoded {
+    /// `obj`, which the commit will stamp, with `managed` (see
+    /// [`encode_with`]). Leaves `metadata.resourceVersion` pending in
+    /// `obj`, where the commit's stamp will put it. None when the bytes
+    /// would not show where (the pending text elsewhere in the object).
+    pub(crate) fn of(obj: &mut Value, managed: Option<&RawValue>) -> Option<Encoded> {
+        kubesim_core::meta::metadata_mut(obj).insert(
+            "resourceVersion".into(),
+            Value::String(PENDING_REVISION.into()),
+        );
+        let bytes = encode_with(obj, managed);
+        let field = br#""resourceVersion":"\u0001rv\u0001""#;
+        let mut found = memchr::memmem::find_iter(&bytes, field);
+        let at = found.next()? + field.len() - br#""\u0001rv\u0001""#.len();
+        if found.next().is_some() {
+            return None;
+        }
+        Some(Encoded { bytes, at })
+    }
+
+    /// The bytes [`encode_with`] gives for the object stamped with `rev`.
+    pub(crate) fn at_revision(&self, rev: u64) -> Bytes {
+        let pending = br#""\u0001rv\u0001""#.len();
+        let stamp = format!("\"{rev}\"");
+        let mut out = Vec::with_capacity(self.bytes.len() - pending + stamp.len());
+        out.extend_from_slice(&self.bytes[..self.at]);
+        out.extend_from_slice(stamp.as_bytes());
+        out.extend_from_slice(&self.bytes[self.at + pending..]);
+        Bytes::from(out)
+    }
+}
+
 /// Runs `f` with an empty buffer that keeps its capacity from one call to
 /// the next on this thread. Serializing into a fresh vector grew it by
 /// doubling (a reallocation and copy at each step) and then shrank it to
@@ -306,6 +350,33 @@ mod tests {
     }
 
     #[test]
+    fn objects_encoded_ahead_are_the_bytes_of_their_commit() {
+        let managed = RawValue::from_string(r#"[{"manager":"m"}]"#.into()).unwrap();
+        let objects = [
+            // Stored before: the stamp goes where its resourceVersion is.
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "resourceVersion": "3", "managedFields": null,
+                    "labels": {"resourceVersion": "x"}},
+                "spec": {"resourceVersion": "9"}}),
+            // Created: at the end of its metadata.
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q"}}),
+        ];
+        for (obj, managed) in objects.into_iter().zip([Some(&*managed), None]) {
+            let mut ahead = obj.clone();
+            let encoded = Encoded::of(&mut ahead, managed).unwrap();
+            // The commit stamps the object itself in place.
+            for mut committed in [obj, ahead] {
+                stamp_revision(&mut committed, 1234);
+                assert_eq!(encoded.at_revision(1234), encode_with(&committed, managed));
+            }
+        }
+        // The pending text anywhere else: no bytes ahead.
+        let mut odd = serde_json::json!({"metadata": {"name": "r",
+            "annotations": {"resourceVersion": PENDING_REVISION}}});
+        assert!(Encoded::of(&mut odd, None).is_none());
+    }
+
+    #[test]
     fn restamping_bytes_is_encoding_the_object_at_the_revision() {
         let objects = [
             // An Event names another object's resourceVersion, after its own.
@@ -324,6 +395,7 @@ mod tests {
             assert_eq!(restamped(&bytes, 1234).unwrap(), want);
         }
         // Nothing to stamp: left to the caller.
+        assert!(restamped(b"{}", 5).is_none());
         for text in [
             r#"{"metadata":{"name":"x"}}"#,
             r#"{"kind":"x"}"#,

@@ -28,7 +28,7 @@ use serde_json::Value;
 use super::apart::Managed;
 use super::special::admits_updates_alone;
 use super::write::{manager, patch_reads_managed, same_object, Part};
-use super::{Caller, Server};
+use super::{Caller, Encoded, Server};
 
 /// A patch a caller says it will send, and when.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +50,8 @@ pub(crate) struct Prepared {
     pub(super) new: Value,
     pub(super) managed: Managed,
     pub(super) warnings: Vec<String>,
+    /// `new` serialized, its resourceVersion left to stamp.
+    pub(super) encoded: Option<Encoded>,
 }
 
 impl Server {
@@ -120,7 +122,8 @@ impl Server {
                 .ok()?;
             (!drew.get() && !same_object(&new, &cur)).then_some((new, warnings))
         };
-        if let Some((new, warnings)) = prepare() {
+        if let Some((mut new, warnings)) = prepare() {
+            let encoded = Encoded::of(&mut new, managed.as_deref());
             slots.keep(
                 rec,
                 Prepared {
@@ -129,6 +132,7 @@ impl Server {
                     new,
                     managed,
                     warnings,
+                    encoded,
                 },
             );
         }

@@ -234,7 +234,7 @@ impl Server {
             set_condition(&mut new, "PodScheduled", "True", &self.now_string());
             // The answer is a Status: the pod goes to the watchers uncopied.
             if let Some((_, rev)) =
-                self.commit_update(&pods, ns, name, &rec, new, managed.as_deref(), false)?
+                self.commit_update(&pods, ns, name, &rec, new, managed.as_deref(), false, None)?
             {
                 self.store
                     .wait_durable(rev)

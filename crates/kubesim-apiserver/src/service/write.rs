@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::apart::decode_apart;
 use super::prepare_ahead::Prepared;
-use super::{attrs, encode, encode_with, object_key, store_error, Caller, Server};
+use super::{attrs, encode, encode_with, object_key, store_error, Caller, Encoded, Server};
 
 /// How many times an update without a client precondition is retried when a
 /// concurrent writer got there first.
@@ -228,12 +228,17 @@ impl Server {
         }
         let mgr = manager(opts, caller);
         let now = self.now_string();
-        let (obj, warnings) = match self.take_announced(resource, ns, obj, opts, &mgr, &now) {
-            Ok(prepared) => prepared?,
-            Err(obj) => self.checked_create(resource, ns, obj, opts, &mgr, &now, &self.rng)?,
-        };
+        let (obj, warnings, encoded) =
+            match self.take_announced(resource, ns, obj, opts, &mgr, &now) {
+                Ok(prepared) => prepared?,
+                Err(obj) => {
+                    let (obj, warnings) =
+                        self.checked_create(resource, ns, obj, opts, &mgr, &now, &self.rng)?;
+                    (obj, warnings, None)
+                }
+            };
         let name = meta::name(&obj).to_string();
-        self.finish_create(resource, ns, &name, obj, opts, warnings)
+        self.finish_create(resource, ns, &name, obj, opts, warnings, encoded)
             .await
     }
 
@@ -381,6 +386,7 @@ impl Server {
         mut obj: Value,
         opts: &WriteOptions,
         warnings: Vec<String>,
+        encoded: Option<Encoded>,
     ) -> Result<WriteResult, ApiError> {
         if opts.dry_run {
             return Ok(WriteResult {
@@ -403,7 +409,10 @@ impl Server {
                 }
                 super::stamp_revision(&mut obj, rev);
                 WriteOp::Put {
-                    bytes: encode(&obj),
+                    bytes: match &encoded {
+                        Some(e) => e.at_revision(rev),
+                        None => encode(&obj),
+                    },
                     attrs: attrs.take().unwrap_or_default(),
                 }
             })
@@ -589,7 +598,7 @@ impl Server {
             // Server-side apply has recorded its manager already.
             self.prepare_create(target, ns, &mut obj, None, &self.now_string(), &self.rng)?;
             return match self
-                .finish_create(target, ns, name, obj, opts, warnings.clone())
+                .finish_create(target, ns, name, obj, opts, warnings.clone(), None)
                 .await
             {
                 // Lost a race with another creator: apply onto what it made.
@@ -684,6 +693,7 @@ impl Server {
                         new,
                         managed,
                         warnings,
+                        encoded,
                         ..
                     } = *p;
                     let was = || {
@@ -692,7 +702,17 @@ impl Server {
                         Ok(cur)
                     };
                     let obj = self
-                        .commit_answer(resource, ns, name, &rec, new, managed.as_deref(), opts, was)
+                        .commit_answer(
+                            resource,
+                            ns,
+                            name,
+                            &rec,
+                            new,
+                            managed.as_deref(),
+                            opts,
+                            encoded.as_ref(),
+                            was,
+                        )
                         .await?;
                     obj.map(|o| (o, warnings))
                 }
@@ -746,7 +766,7 @@ impl Server {
                         Ok(cur)
                     };
                     let obj = self
-                        .commit_answer(resource, ns, name, &rec, new, managed, opts, was)
+                        .commit_answer(resource, ns, name, &rec, new, managed, opts, None, was)
                         .await?;
                     obj.map(|o| (o, Vec::new()))
                 }
@@ -787,10 +807,12 @@ impl Server {
         new: Value,
         managed: Option<&RawValue>,
         opts: &WriteOptions,
+        encoded: Option<&Encoded>,
         was: impl FnOnce() -> Result<Value, ApiError>,
     ) -> Result<Option<Value>, ApiError> {
         let keep = keeps_answer(resource, opts);
-        let Some((obj, rev)) = self.commit_update(resource, ns, name, rec, new, managed, keep)?
+        let Some((obj, rev)) =
+            self.commit_update(resource, ns, name, rec, new, managed, keep, encoded)?
         else {
             return Ok(None);
         };
@@ -1036,12 +1058,15 @@ impl Server {
         new: Value,
         managed: Option<&RawValue>,
         keep: bool,
+        encoded: Option<&Encoded>,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
         let remove = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
             && grace_elapsed(&new)
             && !namespace_finalizers_pending(resource, &new);
-        self.commit_if_unchanged(resource, ns, name, expected, new, managed, remove, keep)
+        self.commit_if_unchanged(
+            resource, ns, name, expected, new, managed, remove, keep, encoded,
+        )
     }
 
     /// Stores `new` (or, with `remove`, deletes the object leaving `new` as
@@ -1062,6 +1087,7 @@ impl Server {
         managed: Option<&RawValue>,
         remove: bool,
         keep: bool,
+        encoded: Option<&Encoded>,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
         let attrs = if remove {
             None
@@ -1090,8 +1116,12 @@ impl Server {
                             bytes: encode_with(&new, managed),
                         }
                     } else {
+                        let bytes = match encoded {
+                            Some(e) => e.at_revision(rev),
+                            None => encode_with(&new, managed),
+                        };
                         WriteOp::Put {
-                            bytes: encode_with(&new, managed),
+                            bytes,
                             attrs: attrs.take().unwrap_or_default(),
                         }
                     }
