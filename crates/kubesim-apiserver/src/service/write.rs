@@ -378,6 +378,7 @@ impl Server {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn finish_create(
         &self,
         resource: &ResourceInfo,
