@@ -378,6 +378,9 @@ impl Server {
         Ok(())
     }
 
+    /// Commits a prepared create and answers it; `encoded`, the object's
+    /// bytes when they were made ahead, saves serializing it at the
+    /// commit.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn finish_create(
         &self,
