@@ -12,7 +12,6 @@
 //! itself. A shaped cache (e.g. metadata only) applies its shape on parse.
 
 use std::collections::{BTreeMap, BTreeSet};
-
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;

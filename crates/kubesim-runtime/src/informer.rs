@@ -44,8 +44,9 @@ impl ObjectKey {
 }
 
 /// A borrowed `(namespace, name)` that finds an [`ObjectKey`] in a
-/// [`KeyedMap`]: it hashes as the derived `Hash` of `ObjectKey` does
-/// (namespace, then name).
+/// [`KeyedMap`] without building a key (lookups by name are on the paths
+/// of nearly every change): it hashes as the derived `Hash` of
+/// `ObjectKey` does (namespace, then name).
 #[derive(Hash)]
 pub struct KeyRef<'a>(pub &'a str, pub &'a str);
 
@@ -59,36 +60,6 @@ impl hashbrown::Equivalent<ObjectKey> for KeyRef<'_> {
 /// a B-tree's string comparisons cost more. Its iteration order is not
 /// fixed: nothing that reaches an output may iterate one.
 pub type KeyedMap<V> = hashbrown::HashMap<ObjectKey, V>;
-
-/// A key seen as its two parts, so that maps keyed by [`ObjectKey`] can be
-/// searched with borrowed strings (`&(namespace, name) as &dyn KeyParts`):
-/// lookups by name are on the paths of nearly every change, and building a
-/// key allocated its strings each time.
-pub trait KeyParts {
-    fn parts(&self) -> (&str, &str);
-}
-
-impl KeyParts for ObjectKey {
-    fn parts(&self) -> (&str, &str) {
-        (&self.namespace, &self.name)
-    }
-}
-
-impl KeyParts for (&str, &str) {
-    fn parts(&self) -> (&str, &str) {
-        (self.0, self.1)
-    }
-}
-
-// Ordered as `ObjectKey` derives it (namespace, then name), as `Borrow`
-// requires.
-impl<'a> std::borrow::Borrow<dyn KeyParts + 'a> for ObjectKey {
-    fn borrow(&self) -> &(dyn KeyParts + 'a) {
-        self
-    }
-}
-
-kubesim_core::ordered_by_parts!(KeyParts);
 
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

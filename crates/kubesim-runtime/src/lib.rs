@@ -23,8 +23,8 @@ pub use cache::Lazy;
 pub use clock::{Clock, Lockstep};
 pub use events::{EventRecorder, EventStyle, EventType};
 pub use informer::{
-    metadata_only, ownership_only, Cache, Change, Informer, Informers, KeyParts, KeyRef, KeyedMap,
-    ObjectKey, Shape,
+    metadata_only, ownership_only, Cache, Change, Informer, Informers, KeyRef, KeyedMap, ObjectKey,
+    Shape,
 };
 #[cfg(feature = "remote")]
 pub use remote::RemoteApi;
