@@ -50,6 +50,12 @@ impl ObjectKey {
 #[derive(Hash)]
 pub struct KeyRef<'a>(pub &'a str, pub &'a str);
 
+impl From<&KeyRef<'_>> for ObjectKey {
+    fn from(k: &KeyRef<'_>) -> Self {
+        ObjectKey::new(k.0, k.1)
+    }
+}
+
 impl hashbrown::Equivalent<ObjectKey> for KeyRef<'_> {
     fn equivalent(&self, key: &ObjectKey) -> bool {
         self.0 == key.namespace && self.1 == key.name

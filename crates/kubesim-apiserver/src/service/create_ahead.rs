@@ -20,7 +20,6 @@
 //!
 //! [`Api::create_ahead`]: kubesim_runtime::Api::create_ahead
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -29,6 +28,7 @@ use kubesim_runtime::{Promise, Rng, WriteOptions};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::bounded::Bounded;
 use super::special::admits_updates_alone;
 use super::write::manager;
 use super::{Caller, Encoded, Server};
@@ -46,19 +46,12 @@ type Made = Result<(Value, Vec<String>, Option<Encoded>), ApiError>;
 /// admitting a create gives.
 #[derive(Default)]
 pub(crate) struct Announced {
-    inner: Mutex<Announcements>,
+    /// By storage resource, namespace and name.
+    inner: Mutex<Bounded<(String, String, String), Announcement, KEPT>>,
     epoch: AtomicU64,
 }
 
-#[derive(Default)]
-struct Announcements {
-    by_name: HashMap<(String, String, String), Announcement>,
-    order: VecDeque<((String, String, String), u64)>,
-    next: u64,
-}
-
 struct Announcement {
-    seq: u64,
     /// Shared with the helper thread, which copies it there.
     body: Arc<Value>,
     opts: WriteOptions,
@@ -132,7 +125,6 @@ impl Server {
             }))
         });
         let announcement = Announcement {
-            seq: 0,
             body,
             opts: opts.clone(),
             manager,
@@ -141,7 +133,11 @@ impl Server {
             draws,
             made,
         };
-        let gone = self.announced.keep(key(resource, ns, name), announcement);
+        let gone = self
+            .announced
+            .inner
+            .lock()
+            .insert(key(resource, ns, name), announcement);
         if let Some(ahead) = self.ahead() {
             ahead.drop_later(gone);
         }
@@ -161,7 +157,7 @@ impl Server {
         manager: &str,
         now: &str,
     ) -> Result<Made, Value> {
-        let Some(a) = self.announced.take(&key(resource, ns, meta::name(&obj))) else {
+        let Some(a) = self.announced.take(resource, ns, meta::name(&obj)) else {
             return Err(obj);
         };
         let fits = a.manager == manager
@@ -207,41 +203,24 @@ impl Server {
 }
 
 impl Announced {
-    /// Keeps `a` for the create of `key`, in place of an earlier
-    /// announcement of it; returns what no longer is kept.
-    fn keep(&self, key: (String, String, String), mut a: Announcement) -> Vec<Announcement> {
-        let mut st = self.inner.lock();
-        a.seq = st.next;
-        st.next += 1;
-        st.order.push_back((key.clone(), a.seq));
-        let mut gone: Vec<Announcement> = st.by_name.insert(key, a).into_iter().collect();
-        while st.by_name.len() > KEPT || st.order.len() > 2 * KEPT {
-            let Some((k, seq)) = st.order.pop_front() else {
-                break;
-            };
-            if st.by_name.get(&k).is_some_and(|a| a.seq == seq) {
-                gone.extend(st.by_name.remove(&k));
-            }
-        }
-        gone
-    }
-
     /// Makes every announced create being made ahead now.
     #[cfg(test)]
     fn make_all(&self) {
-        for a in self.inner.lock().by_name.values_mut() {
+        for a in self.inner.lock().values_mut() {
             if let Some(Making::Ahead(p)) = a.made.take() {
                 a.made = Some(Making::Ready(p.get()));
             }
         }
     }
 
-    fn take(&self, key: &(String, String, String)) -> Option<Announcement> {
+    /// The announcement of a create, taken; its key is built only when
+    /// some create is announced (every create asks).
+    fn take(&self, resource: &ResourceInfo, ns: &str, name: &str) -> Option<Announcement> {
         let mut st = self.inner.lock();
-        if st.by_name.is_empty() {
+        if st.is_empty() {
             return None;
         }
-        st.by_name.remove(key)
+        st.remove(&key(resource, ns, name))
     }
 }
 

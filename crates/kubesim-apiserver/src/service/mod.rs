@@ -7,6 +7,7 @@
 mod apart;
 pub mod attrs;
 mod bootstrap;
+mod bounded;
 mod compaction;
 mod crd;
 mod create_ahead;
@@ -22,6 +23,7 @@ pub mod read;
 pub mod reviews;
 pub(crate) mod shaped;
 mod special;
+mod stamp;
 pub mod subresource;
 mod token;
 mod versions;
@@ -39,6 +41,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use apart::{decode_apart, restore_managed};
 pub use read::{ListResult, RvMatch};
+pub(crate) use stamp::{restamped, Encoded};
 pub use watch::{WatchFrame, WatchRequest};
 
 /// Who is asking and how, for bookkeeping (managedFields, metrics).
@@ -151,37 +154,6 @@ pub(crate) fn at_revision(mut obj: Value, rev: u64) -> Value {
     obj
 }
 
-/// Stored bytes stamped with `rev` without decoding them: the same bytes
-/// as encoding the decoded object [`at_revision`] `rev`, as the value of
-/// `metadata.resourceVersion` is all that changes. None when the bytes
-/// hold no such string where a stored object has it.
-pub(crate) fn restamped(bytes: &[u8], rev: u64) -> Option<Bytes> {
-    #[derive(serde::Deserialize)]
-    struct Top<'a> {
-        #[serde(borrow)]
-        metadata: &'a RawValue,
-    }
-    #[derive(serde::Deserialize)]
-    struct Meta<'a> {
-        #[serde(rename = "resourceVersion", borrow)]
-        resource_version: &'a RawValue,
-    }
-    let top: Top = serde_json::from_slice(bytes).ok()?;
-    let meta: Meta = serde_json::from_str(top.metadata.get()).ok()?;
-    let old = meta.resource_version.get();
-    if !old.starts_with('"') {
-        return None;
-    }
-    // The raw value borrows from `bytes`: its place in them.
-    let at = old.as_ptr() as usize - bytes.as_ptr() as usize;
-    let stamp = format!("\"{rev}\"");
-    let mut out = Vec::with_capacity(bytes.len() - old.len() + stamp.len());
-    out.extend_from_slice(&bytes[..at]);
-    out.extend_from_slice(stamp.as_bytes());
-    out.extend_from_slice(&bytes[at + old.len()..]);
-    Some(Bytes::from(out))
-}
-
 pub(crate) fn decode(rec: &Record) -> Result<Value, ApiError> {
     serde_json::from_slice(&rec.bytes)
         .map_err(|e| ApiError::internal(format!("stored object is corrupt: {e}")))
@@ -208,50 +180,6 @@ pub(crate) fn encode_with(obj: &Value, managed: Option<&RawValue>) -> Bytes {
             Err(_) => Bytes::new(),
         }
     })
-}
-
-/// The resourceVersion an object serialized ahead of its commit holds
-/// until then: a commit's revision is known only inside the store's write.
-const PENDING_REVISION: &str = "\u{1}rv\u{1}";
-
-/// An object serialized ahead of its commit (on the helper thread, for a
-/// write prepared there), its resourceVersion left to stamp.
-pub(crate) struct Encoded {
-    bytes: Bytes,
-    /// Where the pending resourceVersion's string starts.
-    at: usize,
-}
-
-impl Encoded {
-    /// `obj`, which the commit will stamp, with `managed` (see
-    /// [`encode_with`]). Leaves `metadata.resourceVersion` pending in
-    /// `obj`, where the commit's stamp will put it. None when the bytes
-    /// would not show where (the pending text elsewhere in the object).
-    pub(crate) fn of(obj: &mut Value, managed: Option<&RawValue>) -> Option<Encoded> {
-        kubesim_core::meta::metadata_mut(obj).insert(
-            "resourceVersion".into(),
-            Value::String(PENDING_REVISION.into()),
-        );
-        let bytes = encode_with(obj, managed);
-        let field = br#""resourceVersion":"\u0001rv\u0001""#;
-        let mut found = memchr::memmem::find_iter(&bytes, field);
-        let at = found.next()? + field.len() - br#""\u0001rv\u0001""#.len();
-        if found.next().is_some() {
-            return None;
-        }
-        Some(Encoded { bytes, at })
-    }
-
-    /// The bytes [`encode_with`] gives for the object stamped with `rev`.
-    pub(crate) fn at_revision(&self, rev: u64) -> Bytes {
-        let pending = br#""\u0001rv\u0001""#.len();
-        let stamp = format!("\"{rev}\"");
-        let mut out = Vec::with_capacity(self.bytes.len() - pending + stamp.len());
-        out.extend_from_slice(&self.bytes[..self.at]);
-        out.extend_from_slice(stamp.as_bytes());
-        out.extend_from_slice(&self.bytes[self.at + pending..]);
-        Bytes::from(out)
-    }
 }
 
 /// Runs `f` with an empty buffer that keeps its capacity from one call to
@@ -347,63 +275,5 @@ mod tests {
             br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"b":1,"a":2},"status":{}}"#
         );
         assert_eq!(&encode(&Value::from(3))[..], b"3");
-    }
-
-    #[test]
-    fn objects_encoded_ahead_are_the_bytes_of_their_commit() {
-        let managed = RawValue::from_string(r#"[{"manager":"m"}]"#.into()).unwrap();
-        let objects = [
-            // Stored before: the stamp goes where its resourceVersion is.
-            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": "p", "resourceVersion": "3", "managedFields": null,
-                    "labels": {"resourceVersion": "x"}},
-                "spec": {"resourceVersion": "9"}}),
-            // Created: at the end of its metadata.
-            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q"}}),
-        ];
-        for (obj, managed) in objects.into_iter().zip([Some(&*managed), None]) {
-            let mut ahead = obj.clone();
-            let encoded = Encoded::of(&mut ahead, managed).unwrap();
-            // The commit stamps the object itself in place.
-            for mut committed in [obj, ahead] {
-                stamp_revision(&mut committed, 1234);
-                assert_eq!(encoded.at_revision(1234), encode_with(&committed, managed));
-            }
-        }
-        // The pending text anywhere else: no bytes ahead.
-        let mut odd = serde_json::json!({"metadata": {"name": "r",
-            "annotations": {"resourceVersion": PENDING_REVISION}}});
-        assert!(Encoded::of(&mut odd, None).is_none());
-    }
-
-    #[test]
-    fn restamping_bytes_is_encoding_the_object_at_the_revision() {
-        let objects = [
-            // An Event names another object's resourceVersion, after its own.
-            serde_json::json!({"apiVersion": "v1", "kind": "Event",
-                "metadata": {"name": "e\"1", "resourceVersion": "41",
-                    "managedFields": [{"manager": "m", "fieldsV1": {"f:note": {}}}]},
-                "involvedObject": {"kind": "Pod", "resourceVersion": "41"},
-                "note": "resourceVersion \u{e9}"}),
-            // The key may come first or last among the metadata's.
-            serde_json::json!({"kind": "Pod", "metadata": {"resourceVersion": "7", "name": "p"},
-                "spec": {"metadata": {"resourceVersion": "x"}}}),
-        ];
-        for obj in objects {
-            let bytes = encode(&obj);
-            let want = encode(&at_revision(obj, 1234));
-            assert_eq!(restamped(&bytes, 1234).unwrap(), want);
-        }
-        // Nothing to stamp: left to the caller.
-        assert!(restamped(b"{}", 5).is_none());
-        for text in [
-            r#"{"metadata":{"name":"x"}}"#,
-            r#"{"kind":"x"}"#,
-            r#"{"metadata":{"resourceVersion":1}}"#,
-            "[",
-            "3",
-        ] {
-            assert!(restamped(text.as_bytes(), 5).is_none(), "{text}");
-        }
     }
 }

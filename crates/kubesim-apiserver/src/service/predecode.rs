@@ -18,7 +18,6 @@
 //! taken (objects not written again soon) are dropped oldest first beyond
 //! [`SLOTS`], and what they held is freed on the helper thread.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use kubesim_core::{ApiError, ResourceInfo};
@@ -28,6 +27,7 @@ use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::apart::{decode_apart, Managed};
+use super::bounded::Bounded;
 use super::prepare_ahead::Prepared;
 use super::Server;
 
@@ -49,19 +49,13 @@ pub(crate) struct Predecode {
     patient: bool,
 }
 
-#[derive(Default)]
-struct Slots {
-    by_record: HashMap<usize, Slot>,
-    /// Every offer in order, for dropping the oldest slots.
-    order: VecDeque<(usize, u64)>,
-    next: u64,
-}
+/// Slots by their record's address, the oldest offers dropped first.
+type Slots = Bounded<usize, Slot, SLOTS>;
 
 struct Slot {
+    /// Held so that its address names it while the slot lives; a later
+    /// record may have the address once the slot is gone.
     record: Arc<Record>,
-    /// The offer that made the slot: an address may name a later record
-    /// once the slot is gone, and `order` must not take that one for it.
-    seq: u64,
     held: Held,
 }
 
@@ -161,7 +155,7 @@ impl Predecode {
         let replaced = event
             .prev
             .as_ref()
-            .and_then(|prev| self.slots.lock().by_record.remove(&id(prev)));
+            .and_then(|prev| self.slots.lock().remove(&id(prev)));
         if let Some(slot) = replaced {
             self.ahead.drop_later(slot);
         }
@@ -174,7 +168,7 @@ impl Predecode {
     /// managedFields entries parsed if `entries`.
     fn queue(&self, record: Arc<Record>, entries: bool) {
         let st = self.slots.lock();
-        if st.by_record.contains_key(&id(&record)) {
+        if st.contains_key(&id(&record)) {
             return;
         }
         let decoded = self.ahead.spawn({
@@ -200,27 +194,18 @@ impl Predecode {
     }
 
     fn insert(&self, mut st: MutexGuard<'_, Slots>, record: Arc<Record>, held: Held) {
-        let key = id(&record);
-        let seq = st.next;
-        st.next += 1;
-        let mut gone: Vec<Slot> = st
-            .by_record
-            .insert(key, Slot { record, seq, held })
-            .into_iter()
-            .collect();
-        st.order.push_back((key, seq));
-        while st.by_record.len() > SLOTS || st.order.len() > 2 * SLOTS {
-            let Some((key, seq)) = st.order.pop_front() else {
-                break;
-            };
-            if st.by_record.get(&key).is_some_and(|s| s.seq == seq) {
-                gone.extend(st.by_record.remove(&key));
-            }
-        }
+        let gone = st.insert(id(&record), Slot { record, held });
         drop(st);
         if !gone.is_empty() {
             self.ahead.drop_later(gone);
         }
+    }
+
+    /// The slot of `rec` if it holds what `want` says, taken.
+    fn take_slot(&self, rec: &Arc<Record>, want: impl FnOnce(&Held) -> bool) -> Option<Slot> {
+        self.slots
+            .lock()
+            .remove_if(&id(rec), |s| Arc::ptr_eq(&s.record, rec) && want(&s.held))
     }
 
     /// The update prepared for `rec`, if there is one and it `fits` the
@@ -230,16 +215,7 @@ impl Predecode {
         rec: &Arc<Record>,
         fits: impl FnOnce(&Prepared) -> bool,
     ) -> Option<Box<Prepared>> {
-        let slot = {
-            let mut st = self.slots.lock();
-            let key = id(rec);
-            match st.by_record.get(&key) {
-                Some(s) if Arc::ptr_eq(&s.record, rec) && matches!(s.held, Held::Prepared(_)) => {
-                    st.by_record.remove(&key)?
-                }
-                _ => return None,
-            }
-        };
+        let slot = self.take_slot(rec, |h| matches!(h, Held::Prepared(_)))?;
         match slot.held {
             Held::Prepared(p) if fits(&p) => Some(p),
             held => {
@@ -253,14 +229,7 @@ impl Predecode {
     /// for it then), with the parsed entries if the caller wants them; None
     /// if the caller is to decode it itself.
     fn take(&self, rec: &Arc<Record>, entries: bool) -> Option<Decoded> {
-        let slot = {
-            let mut st = self.slots.lock();
-            let key = id(rec);
-            match st.by_record.get(&key) {
-                Some(s) if Arc::ptr_eq(&s.record, rec) => st.by_record.remove(&key)?,
-                _ => return None,
-            }
-        };
+        let slot = self.take_slot(rec, |_| true)?;
         let decoding = match slot.held {
             Held::Decoding(d) => d,
             // Not the write that was prepared: it decodes for itself.
@@ -288,8 +257,8 @@ impl Predecode {
 impl Predecode {
     /// Whether an update is kept prepared for `rec`.
     pub(super) fn holds_prepared(&self, rec: &Arc<Record>) -> bool {
-        let st = self.slots.lock();
-        st.by_record
+        self.slots
+            .lock()
             .get(&id(rec))
             .is_some_and(|s| Arc::ptr_eq(&s.record, rec) && matches!(s.held, Held::Prepared(_)))
     }
@@ -361,7 +330,7 @@ mod tests {
         p.queue(rec.clone(), false);
         // Queued once however often it is announced.
         p.queue(rec.clone(), false);
-        assert_eq!(p.slots.lock().by_record.len(), 1);
+        assert_eq!(p.slots.lock().len(), 1);
         let (v, m, entries) = p.take(&rec, false).unwrap().unwrap();
         let (want_v, want_m) = decode_apart(&rec).unwrap();
         assert_eq!(v, want_v);
@@ -384,7 +353,7 @@ mod tests {
         let gone = record(4, "Succeeded");
         p.offer(&event(EventType::Deleted, &gone, Some(&third)), true);
         assert!(p.take(&gone, true).is_none());
-        assert!(p.slots.lock().by_record.is_empty());
+        assert!(p.slots.lock().is_empty());
     }
 
     #[test]
@@ -396,7 +365,7 @@ mod tests {
         for r in &records {
             p.offer(&event(EventType::Added, r, None), true);
         }
-        assert_eq!(p.slots.lock().by_record.len(), SLOTS);
+        assert_eq!(p.slots.lock().len(), SLOTS);
         // The oldest went; the newest are decoded as on demand.
         assert!(p.take(&records[0], true).is_none());
         let newest = records.last().unwrap();

@@ -17,12 +17,10 @@
 //! [`Api::patch_ahead`]: kubesim_runtime::Api::patch_ahead
 
 use std::cell::Cell;
-use std::sync::Arc;
 
 use kubesim_core::patch::{self, PatchBody, PatchType};
 use kubesim_core::{meta, ResourceInfo};
 use kubesim_runtime::WriteOptions;
-use kubesim_store::Record;
 use serde_json::Value;
 
 use super::apart::Managed;
@@ -92,9 +90,9 @@ impl Server {
         // As `patch` and `update_with` do it.
         let prepare = || -> Option<(Value, Vec<String>)> {
             let body = PatchBody::Value(&ask.body);
-            let mut proposed = patch::apply_patch_body(ask.kind, resource, &cur, body).ok()?;
-            self.check_type(resource, &mut proposed).ok()?;
-            let warnings = self.check_fields(resource, &proposed, &ask.opts).ok()?;
+            let (proposed, warnings) = self
+                .patched(ask.kind, resource, &cur, body, &ask.opts)
+                .ok()?;
             let rv = meta::resource_version(&proposed);
             if (managed.is_some() && patch::managed_fields::raw(&proposed).is_some())
                 || (!rv.is_empty() && rv != rec.rev.to_string())
@@ -136,16 +134,6 @@ impl Server {
                 },
             );
         }
-    }
-
-    /// The update prepared for `rec`, if one was and `announced` says it is
-    /// the one at hand; taken either way.
-    pub(super) fn take_prepared(
-        &self,
-        rec: &Arc<Record>,
-        announced: &dyn Fn(&Prepared) -> bool,
-    ) -> Option<Box<Prepared>> {
-        self.predecode.get()?.take_prepared(rec, announced)
     }
 }
 

@@ -542,15 +542,30 @@ impl Server {
                 patch_reads_managed(kind, &body),
                 Some(&announced),
                 &mut |cur| {
-                    let mut out = patch::apply_patch_body(kind, resource, cur, body)?;
-                    self.check_type(resource, &mut out)?;
-                    warnings = self.check_fields(resource, &out, opts)?;
+                    let (out, w) = self.patched(kind, resource, cur, body, opts)?;
+                    warnings = w;
                     Ok(out)
                 },
             )
             .await?;
         r.warnings.extend(warnings);
         Ok(r)
+    }
+
+    /// What a patch proposes: `body` applied to `cur`, checked for its
+    /// type, with the warnings its fields give.
+    pub(crate) fn patched(
+        &self,
+        kind: PatchType,
+        resource: &ResourceInfo,
+        cur: &Value,
+        body: PatchBody<'_>,
+        opts: &WriteOptions,
+    ) -> Result<(Value, Vec<String>), ApiError> {
+        let mut out = patch::apply_patch_body(kind, resource, cur, body)?;
+        self.check_type(resource, &mut out)?;
+        let warnings = self.check_fields(resource, &out, opts)?;
+        Ok((out, warnings))
     }
 
     /// Server-side apply: creates the object when absent.
@@ -691,7 +706,8 @@ impl Server {
         }
         for _ in 0..MAX_RETRIES {
             let rec = self.get_record(resource, ns, name)?;
-            let committed = match announced.and_then(|a| self.take_prepared(&rec, a)) {
+            let prepared = || self.predecode.get()?.take_prepared(&rec, announced?);
+            let committed = match prepared() {
                 Some(p) => {
                     let Prepared {
                         new,

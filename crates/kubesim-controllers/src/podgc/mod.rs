@@ -104,22 +104,25 @@ impl Terminated {
 
     /// The pods beyond `threshold`, first to go first.
     fn excess(&self, threshold: usize) -> Vec<(Place, bool)> {
-        let n = self.by_key.len().saturating_sub(threshold);
-        self.ordered
-            .iter()
-            .take(n)
-            .map(|(p, t)| (p.clone(), *t))
-            .collect()
+        self.in_line(0, self.over(threshold))
     }
 
     /// The `count` pods next in line after those beyond `threshold`: the
     /// next passes' deletions, unless pods terminate meanwhile that go
     /// before them.
     fn upcoming(&self, threshold: usize, count: usize) -> Vec<(Place, bool)> {
-        let n = self.by_key.len().saturating_sub(threshold);
+        self.in_line(self.over(threshold), count)
+    }
+
+    fn over(&self, threshold: usize) -> usize {
+        self.by_key.len().saturating_sub(threshold)
+    }
+
+    /// `count` pods in deletion order, after the first `skip`.
+    fn in_line(&self, skip: usize, count: usize) -> Vec<(Place, bool)> {
         self.ordered
             .iter()
-            .skip(n)
+            .skip(skip)
             .take(count)
             .map(|(p, t)| (p.clone(), *t))
             .collect()
@@ -195,7 +198,10 @@ async fn collect_terminated(
         let at = next_beat(start, ctx.clock.instant(), last);
         ctx.clock.sleep_until(at).await;
         last = Some(at);
-        let doomed = terminated.lock().excess(threshold);
+        let (doomed, soon) = {
+            let t = terminated.lock();
+            (t.excess(threshold), t.upcoming(threshold, LOOKAHEAD))
+        };
         if doomed.is_empty() {
             continue;
         }
@@ -208,7 +214,6 @@ async fn collect_terminated(
         // wanted at once. The first of this pass is deleted at once:
         // waiting for its decode elsewhere would take as long as decoding
         // it here, unless an earlier pass announced it.
-        let soon = terminated.lock().upcoming(threshold, LOOKAHEAD);
         let keys: Vec<(&str, &str)> = doomed
             .iter()
             .skip(1)

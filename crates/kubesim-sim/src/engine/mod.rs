@@ -369,20 +369,20 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                 }
                 let job = &jobs[i];
                 clock.sleep_until(submit_at(i)).await;
-                let prepared = match &job.manifest {
-                    Some(m) => pods::manifest(m, i, &registry),
-                    None if !fits.fits(job) => {
+                // Every generated pod that fits was announced by now (the
+                // announcements run up to this job at least).
+                let prepared = match (&job.manifest, announced.remove(&i)) {
+                    (Some(m), _) => pods::manifest(m, i, &registry),
+                    (None, Some(object)) => Ok(pods::Prepared {
+                        resource: ResourceRef::core("pods"),
+                        namespace: "default".into(),
+                        object,
+                        followed: true,
+                    }),
+                    (None, None) => {
                         rec.reject(i);
                         continue;
                     }
-                    None => Ok(pods::Prepared {
-                        resource: ResourceRef::core("pods"),
-                        namespace: "default".into(),
-                        object: announced
-                            .remove(&i)
-                            .unwrap_or_else(|| pods::pod(job, i, &names[i])),
-                        followed: true,
-                    }),
                 };
                 let p = match prepared {
                     Ok(p) => p,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kubesim_core::meta;
-use kubesim_runtime::{Change, Clock, KeyRef, KeyedMap, ObjectKey};
+use kubesim_runtime::{Change, Clock, KeyRef, KeyedMap};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -219,28 +219,28 @@ impl Recorder {
             return;
         }
         let t = self.now(&s);
-        let (ns, name) = (meta::namespace(pod), meta::name(pod));
-        let key = KeyRef(ns, name);
-        if !s.pods.contains_key(&key) {
-            let track = PodTrack {
+        // One lookup: the pod's track is read and updated in place.
+        let track = s
+            .pods
+            .entry_ref(&KeyRef(meta::namespace(pod), meta::name(pod)))
+            .or_insert_with(|| PodTrack {
                 cpu: pod_cpu_millis(pod),
                 running: false,
                 done: false,
-            };
-            s.pods.insert(ObjectKey::new(ns, name), track);
-        }
-        let track = &s.pods[&key];
+            });
         if track.done {
             return;
         }
-        let (cpu, was_running) = (track.cpu, track.running);
-        let starts = !was_running && matches!(phase, "Running" | "Succeeded" | "Failed");
+        let cpu = track.cpu;
+        let starts = !track.running && matches!(phase, "Running" | "Succeeded" | "Failed");
         let ends = matches!(phase, "Succeeded" | "Failed") || gone;
+        if starts && !gone {
+            track.running = true;
+        }
+        let running = track.running;
+        track.done = ends;
         let mut changed = false;
         if starts && !gone {
-            if let Some(tr) = s.pods.get_mut(&key) {
-                tr.running = true;
-            }
             s.running += 1;
             s.cpu += cpu;
             if s.outcomes[i].start.is_none() {
@@ -255,10 +255,6 @@ impl Recorder {
             changed = true;
         }
         if ends {
-            let running = s.pods.get(&key).is_some_and(|tr| tr.running);
-            if let Some(tr) = s.pods.get_mut(&key) {
-                tr.done = true;
-            }
             if running {
                 s.running = s.running.saturating_sub(1);
                 s.cpu = s.cpu.saturating_sub(cpu);
