@@ -260,7 +260,15 @@ impl Inner {
                 return Some(std::mem::replace(slot, e));
             }
         }
-        let old = self.remove(&key);
+        // A new owner or node is indexed anew; the key keeps its place in
+        // `order`.
+        let old = self.objects.remove(&key);
+        match &old {
+            Some(o) => self.unindex(&key, o),
+            None => {
+                self.order.insert(key.clone());
+            }
+        }
         if let Some(c) = e.controller() {
             self.by_controller
                 .entry(c.to_string())
@@ -273,7 +281,6 @@ impl Inner {
                 .or_default()
                 .insert(key.clone());
         }
-        self.order.insert(key.clone());
         self.objects.insert(key, e);
         old
     }
@@ -281,6 +288,12 @@ impl Inner {
     fn remove(&mut self, key: &ObjectKey) -> Option<Entry> {
         let old = self.objects.remove(key)?;
         self.order.remove(key);
+        self.unindex(key, &old);
+        Some(old)
+    }
+
+    /// Drops `key` from the owner and node indexes `old` put it in.
+    fn unindex(&mut self, key: &ObjectKey, old: &Entry) {
         let unindex = |index: &mut BTreeMap<String, BTreeSet<ObjectKey>>, v: Option<&str>| {
             if let Some(v) = v {
                 if let Some(set) = index.get_mut(v) {
@@ -293,7 +306,6 @@ impl Inner {
         };
         unindex(&mut self.by_controller, old.controller());
         unindex(&mut self.by_node, old.node());
-        Some(old)
     }
 
     fn parse_keys<'a>(
@@ -616,6 +628,9 @@ mod tests {
         assert_eq!(new["metadata"]["labels"]["app"], "db");
         assert_eq!(names(c.controlled_by("rs1")), ["c"]);
         assert_eq!(names(c.on_node("n2")), ["a", "c"]);
+        // A moved pod keeps its one place in the listing.
+        assert_eq!(names(c.list()), ["a", "b", "c"]);
+        assert_eq!(c.keys().len(), 3);
         assert!(c.get("ns", "a").unwrap()["metadata"]
             .get("managedFields")
             .is_none());

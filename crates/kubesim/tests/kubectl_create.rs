@@ -414,5 +414,8 @@ fn run_records_the_writers_fields_only() {
     assert!(fields.get("f:status").is_none(), "{fields}");
     // The fields themselves are there all the same.
     assert_eq!(pod["spec"]["serviceAccountName"], "default");
+    // Priority admission: no class named and no global default, so 0.
+    assert_eq!(pod["spec"]["priority"], 0);
+    assert_eq!(pod["spec"]["preemptionPolicy"], "PreemptLowerPriority");
     assert_eq!(pod["status"]["phase"], "Pending");
 }

@@ -85,6 +85,19 @@ impl Encoded {
         let pending = self.at..self.at + PENDING_FIELD.len() - KEY;
         stamped(&self.bytes, pending, rev)
     }
+
+    /// A commit's bytes at `rev`: those made ahead when there are, else
+    /// what `encode` gives for the object just stamped.
+    pub(crate) fn or_encode(
+        made: Option<&Encoded>,
+        rev: u64,
+        encode: impl FnOnce() -> Bytes,
+    ) -> Bytes {
+        match made {
+            Some(e) => e.at_revision(rev),
+            None => encode(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -413,10 +413,7 @@ impl Server {
                 }
                 super::stamp_revision(&mut obj, rev);
                 WriteOp::Put {
-                    bytes: match &encoded {
-                        Some(e) => e.at_revision(rev),
-                        None => encode(&obj),
-                    },
+                    bytes: Encoded::or_encode(encoded.as_ref(), rev, || encode(&obj)),
                     attrs: attrs.take().unwrap_or_default(),
                 }
             })
@@ -1131,15 +1128,10 @@ impl Server {
                         }
                     }
                     super::stamp_revision(&mut new, rev);
+                    let bytes = Encoded::or_encode(encoded, rev, || encode_with(&new, managed));
                     if remove {
-                        WriteOp::Delete {
-                            bytes: encode_with(&new, managed),
-                        }
+                        WriteOp::Delete { bytes }
                     } else {
-                        let bytes = match encoded {
-                            Some(e) => e.at_revision(rev),
-                            None => encode_with(&new, managed),
-                        };
                         WriteOp::Put {
                             bytes,
                             attrs: attrs.take().unwrap_or_default(),

@@ -33,7 +33,8 @@ fn token_volume() -> Value {
         {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}, "path": "namespace"}]}}]}})
 }
 
-/// `kubectl run nginx --image=nginx` against a real cluster.
+/// `kubectl run nginx --image=nginx` against a real cluster, but for
+/// `priority`, which the server's Priority admission sets after defaulting.
 #[test]
 fn minimal_pod_matches_real_cluster() {
     let pod = defaulted(

@@ -24,6 +24,11 @@ check(
     c.termination_message_path == "/dev/termination-log",
     "terminationMessagePath %r" % c.termination_message_path,
 )
+check(got.spec.priority == 0, "priority %r" % got.spec.priority)
+check(
+    got.spec.preemption_policy == "PreemptLowerPriority",
+    "preemptionPolicy %r" % got.spec.preemption_policy,
+)
 check(got.status.phase == "Pending", "phase %r" % got.status.phase)
 check(got.status.qos_class == "BestEffort", "qosClass %r" % got.status.qos_class)
 print("ok")
