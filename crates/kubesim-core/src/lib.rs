@@ -17,6 +17,7 @@ pub mod resource;
 pub mod same;
 pub mod schema;
 pub mod selector;
+pub mod structural;
 pub mod table;
 pub mod validation;
 

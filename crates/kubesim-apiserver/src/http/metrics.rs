@@ -62,6 +62,8 @@ pub struct Metrics {
     /// no such label.
     sli: Mutex<BTreeMap<Labels, Histogram>>,
     pub watchers: AtomicI64,
+    /// Requests whose handler panicked (answered with a 500).
+    pub panics: AtomicI64,
 }
 
 impl Metrics {
@@ -101,6 +103,10 @@ impl Metrics {
         self.watchers.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub fn handler_panicked(&self) {
+        self.panics.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn watch_ended(&self) {
         self.watchers.fetch_sub(1, Ordering::Relaxed);
     }
@@ -128,6 +134,11 @@ impl Metrics {
                 lbl(l)
             );
         }
+        let _ = writeln!(
+            out,
+            "# HELP kubesim_apiserver_handler_panics_total Requests whose handler panicked and were answered with a 500.\n# TYPE kubesim_apiserver_handler_panics_total counter\nkubesim_apiserver_handler_panics_total {}",
+            self.panics.load(Ordering::Relaxed)
+        );
         out.push_str("# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
         for (l, h) in self.durations.lock().iter() {
             render_histogram(

@@ -10,11 +10,13 @@ pub mod query;
 pub mod route;
 mod watch;
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
+use futures::FutureExt;
 use http::{header, HeaderValue, StatusCode};
 use kubesim_core::ApiError;
 use serde_json::Value;
@@ -102,8 +104,30 @@ pub fn router(app: Arc<App>) -> axum::Router {
     axum::Router::new().fallback(handle).with_state(app)
 }
 
+/// Dispatches a request. A handler that panics is a bug; as a last defence
+/// its request is answered with a 500 Status, logged and counted, and the
+/// connection stays usable.
 async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
-    handlers::dispatch(app, req).await
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    match AssertUnwindSafe(handlers::dispatch(app.clone(), req))
+        .catch_unwind()
+        .await
+    {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            tracing::error!(%method, %uri, panic = %what, "request handler panicked");
+            app.metrics.handler_panicked();
+            error_response(&ApiError::internal(format!(
+                "Internal error occurred: {what}"
+            )))
+        }
+    }
 }
 
 pub(crate) fn json_response(code: u16, body: Vec<u8>) -> Response {

@@ -28,8 +28,7 @@ impl Server {
         mut obj: Value,
         opts: &WriteOptions,
     ) -> Result<WriteResult, ApiError> {
-        self.check_type(resource, &mut obj)?;
-        let warnings = self.check_fields(resource, &obj, opts)?;
+        let warnings = self.check_body(resource, &mut obj, opts)?;
         let status = match resource.kind.as_str() {
             "SelfSubjectAccessReview" => access_review(&obj)?,
             "SelfSubjectRulesReview" => rules_review(&obj)?,

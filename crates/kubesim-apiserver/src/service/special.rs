@@ -187,9 +187,11 @@ impl Server {
         if matches!(ty.as_str(), "NodePort" | "LoadBalancer") {
             let mut next = 30000 + (self.rng.below(2768) as i64);
             if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-                for p in ports {
-                    if p.get("nodePort").is_none() {
-                        p["nodePort"] = json!(next);
+                // Only ports that are objects get one; decoding refuses the
+                // others before admission runs, and `IndexMut` would panic.
+                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                    if !p.contains_key("nodePort") {
+                        p.insert("nodePort".into(), json!(next));
                         next = 30000 + ((next - 30000 + 1) % 2768);
                     }
                 }

@@ -2,7 +2,7 @@
 
 use kubesim_core::patch::{self, PatchType};
 use kubesim_core::selector::LabelSelector;
-use kubesim_core::{meta, ApiError, Cause, ResourceInfo};
+use kubesim_core::{meta, schema, ApiError, Cause, ResourceInfo};
 use kubesim_runtime::{DeleteOptions, WriteOptions};
 use serde_json::{json, Value};
 
@@ -151,6 +151,13 @@ impl Server {
                             patch::apply_patch(*kind, &scale_info, &scale, body)?
                         }
                     };
+                    if let Some(e) =
+                        schema::decode_error_of("autoscaling", "v1", "Scale", &new_scale)
+                    {
+                        return Err(ApiError::bad_request(format!(
+                            "Scale in version \"v1\" cannot be handled as a Scale: {e}"
+                        )));
+                    }
                     let replicas = new_scale
                         .get("spec")
                         .and_then(|s| s.get("replicas"))

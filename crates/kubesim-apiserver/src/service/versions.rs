@@ -37,8 +37,7 @@ impl Server {
         opts: &WriteOptions,
         caller: &Caller,
     ) -> Result<WriteResult, ApiError> {
-        self.check_type(resource, &mut obj)?;
-        let warnings = self.check_fields(resource, &obj, opts)?;
+        let warnings = self.check_body(resource, &mut obj, opts)?;
         // Rules of the version written (events.k8s.io requires the reporting
         // fields that core events may omit); the metadata is not set yet.
         let mut probe = obj.clone();

@@ -152,6 +152,77 @@ impl Server {
         Ok(())
     }
 
+    /// A whole body's decoding checks: its type, that it decodes into the
+    /// kind's Go type, and `fieldValidation` on its fields; the warnings
+    /// the answer carries.
+    pub(crate) fn check_body(
+        &self,
+        resource: &ResourceInfo,
+        obj: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>, ApiError> {
+        self.check_type(resource, obj)?;
+        self.check_decodes(resource, obj)?;
+        self.check_fields(resource, obj, opts)
+    }
+
+    /// Refuses a body upstream's decoder could not read into the kind's Go
+    /// type: 400, in the handler's words.
+    pub(crate) fn check_decodes(
+        &self,
+        resource: &ResourceInfo,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        match schema::decode(resource, obj) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
+                kind = resource.kind,
+                version = resource.version,
+            ))),
+        }
+    }
+
+    /// Refuses a JSON, merge or strategic merge patch whose result does not
+    /// decode: 422 with the cause on `patch`, as upstream's patch handler.
+    fn check_patched_decodes(
+        &self,
+        resource: &ResourceInfo,
+        out: &mut Value,
+    ) -> Result<(), ApiError> {
+        let Err(e) = schema::decode(resource, out) else {
+            return Ok(());
+        };
+        let shown = serde_json::to_string(&out.to_string()).unwrap_or_default();
+        Err(ApiError::invalid(
+            "",
+            "",
+            "",
+            vec![Cause::new(
+                "FieldValueInvalid",
+                "patch",
+                format!("Invalid value: {shown}: {e}"),
+            )],
+        ))
+    }
+
+    /// Refuses an apply configuration that does not fit the kind's types,
+    /// as upstream's field manager does before merging it.
+    fn check_applied_decodes(
+        &self,
+        resource: &ResourceInfo,
+        applied: &mut Value,
+    ) -> Result<(), ApiError> {
+        match schema::decode(resource, applied) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "failed to create typed patch object ({}, Kind={}): {e}",
+                resource.api_version(),
+                resource.kind
+            ))),
+        }
+    }
+
     /// Applies `fieldValidation`: Strict fails on unknown fields, Warn
     /// returns them as warnings, Ignore drops the check.
     pub(crate) fn check_fields(
@@ -256,8 +327,7 @@ impl Server {
         now: &str,
         draws: &Rng,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        self.check_type(resource, &mut obj)?;
-        let warnings = self.check_fields(resource, &obj, opts)?;
+        let warnings = self.check_body(resource, &mut obj, opts)?;
         self.prepare_create(resource, ns, &mut obj, Some(manager), now, draws)?;
         Ok((obj, warnings))
     }
@@ -453,8 +523,7 @@ impl Server {
     ) -> Result<WriteResult, ApiError> {
         Self::allow(resource, "update")?;
         let part = Part::of(resource, sub)?;
-        self.check_type(resource, &mut body)?;
-        let warnings = self.check_fields(resource, &body, opts)?;
+        let warnings = self.check_body(resource, &mut body, opts)?;
         let body_name = meta::name(&body).to_string();
         if !body_name.is_empty() && body_name != name {
             return Err(ApiError::bad_request(format!(
@@ -561,6 +630,7 @@ impl Server {
     ) -> Result<(Value, Vec<String>), ApiError> {
         let mut out = patch::apply_patch_body(kind, resource, cur, body)?;
         self.check_type(resource, &mut out)?;
+        self.check_patched_decodes(resource, &mut out)?;
         let warnings = self.check_fields(resource, &out, opts)?;
         Ok((out, warnings))
     }
@@ -587,6 +657,7 @@ impl Server {
         let mut applied: Value = serde_saphyr::from_str(text)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         self.check_type(resource, &mut applied)?;
+        self.check_applied_decodes(resource, &mut applied)?;
         let warnings = self.check_fields(resource, &applied, opts)?;
         let an = meta::name(&applied);
         if !an.is_empty() && an != name {

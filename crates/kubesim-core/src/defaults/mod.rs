@@ -51,7 +51,16 @@ pub fn admit(resource: &ResourceInfo, obj: &mut Value, ctx: &mut Context<'_>) {
 
 /// The scheme defaults alone, as decoding applies them.
 pub fn apply_scheme(resource: &ResourceInfo, obj: &mut Value) {
-    if !obj.is_object() || resource.is_custom() {
+    if !obj.is_object() {
+        return;
+    }
+    if resource.is_custom() {
+        // Upstream prunes unknown fields as it decodes a custom resource,
+        // then defaults it from its schema.
+        if let Some(schema) = resource.crd.as_ref().and_then(|c| c.schema.as_ref()) {
+            crate::structural::prune(schema, obj);
+            crate::structural::apply_defaults(schema, obj);
+        }
         return;
     }
     match (resource.group.as_str(), resource.kind.as_str()) {

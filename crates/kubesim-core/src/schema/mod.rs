@@ -4,15 +4,19 @@
 //! process) plus the `x-kubernetes-*` annotations they lack; custom resources
 //! use their CRD's `openAPIV3Schema`.
 
+mod decode;
 mod document;
 mod extensions;
 mod generate;
+mod gobase64;
+mod gotime;
 mod strict;
 
 use serde_json::Value;
 
 use crate::resource::{Registry, ResourceInfo};
 
+pub use decode::{decode, decode_error, decode_error_of, QUANTITY_MESSAGE};
 pub use document::{
     crd_definition_name, crd_kind_schema, digest_hex, gv_document, gv_index_path, kind_schema,
     parse_gv_path, GvDocument, KUBERNETES_VERSION,
@@ -34,4 +38,14 @@ pub fn openapi_group_version(registry: &Registry, path: &str) -> Option<Value> {
 /// (`spec.containers[0].bogus`), in the order they appear.
 pub fn unknown_fields(resource: &ResourceInfo, obj: &Value) -> Vec<String> {
     strict::unknown_fields(resource, obj)
+}
+
+/// Whether Go's standard base64 decoding accepts `s`.
+pub fn base64_ok(s: &str) -> bool {
+    gobase64::check(s).is_ok()
+}
+
+/// Whether Go's `time.Parse(time.RFC3339, s)` accepts `s`.
+pub fn rfc3339_ok(s: &str) -> bool {
+    gotime::check_rfc3339(s, false).is_ok()
 }

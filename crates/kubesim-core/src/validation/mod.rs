@@ -49,6 +49,9 @@ pub fn validate(resource: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Ve
     }
     let mut out = metadata::validate_object_meta(obj, name_rule(resource), !resource.is_custom());
     if resource.is_custom() {
+        if let Some(schema) = resource.crd.as_ref().and_then(|c| c.schema.as_ref()) {
+            out.extend(crate::structural::validate(schema, obj, old));
+        }
         return out;
     }
     let group = resource.group.as_str();

@@ -1,0 +1,453 @@
+//! Type checking of built-in objects the way upstream's JSON decoder does
+//! it: a value whose JSON type does not fit the Go field it lands in is a
+//! decoding error, reported with the decoder's own words
+//! (`json: cannot unmarshal number into Go struct field Container.spec.containers.env of type v1.EnvVar`).
+//!
+//! The real API server decodes every body into its Go type before anything
+//! else runs, so an object of the wrong shape is never stored. kubesim keeps
+//! objects as JSON; this walk is what stands in for that decoding. It
+//! borrows the generated schemas and stops at the first error, which is
+//! the one Go's decoder reports (it keeps the first and goes on).
+
+use serde_json::{Map, Value};
+
+use super::generate::{self, ref_name};
+use crate::quantity::Quantity;
+use crate::resource::ResourceInfo;
+
+const MAX_DEPTH: usize = 128;
+const MAX_REF_HOPS: usize = 16;
+
+const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
+const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
+/// Types whose decoders take any JSON.
+const OPAQUE: &[&str] = &[
+    "io.k8s.apimachinery.pkg.runtime.RawExtension",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+];
+
+/// Upstream's message for a quantity that does not parse.
+pub const QUANTITY_MESSAGE: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+/// The first decoding error of `obj` as a built-in kind, in the words of
+/// upstream's decoder (without the `Pod in version "v1" cannot be handled
+/// as a Pod: ` prefix the handler adds). Kinds without a generated schema
+/// (custom resources among them) decode as anything.
+pub fn decode_error(resource: &ResourceInfo, obj: &Value) -> Option<String> {
+    if resource.crd.is_some() {
+        return None;
+    }
+    decode_error_of(&resource.group, &resource.version, &resource.kind, obj)
+}
+
+/// [`decode_error`] for a built-in kind named by group, version and kind
+/// (a subresource's body, such as autoscaling/v1 Scale).
+pub fn decode_error_of(group: &str, version: &str, kind: &str, obj: &Value) -> Option<String> {
+    let b = generate::builtin();
+    let name = b.name_of(group, version, kind)?;
+    let schema = b.get(name)?;
+    let mut w = Walker {
+        defs: &b.definitions,
+        path: Vec::new(),
+        root: (schema, name),
+        quantity_numbers: false,
+    };
+    w.check(schema, obj, short_name(name), 0).err()
+}
+
+/// Decodes `obj` as upstream does before storing it: refused with
+/// [`decode_error`]'s message when its types do not fit, and otherwise
+/// with every quantity given as a JSON number turned into its string, as
+/// a decode and re-encode of the Go object turns it (typed clients such
+/// as k8s-openapi's read quantities only as strings).
+pub fn decode(resource: &ResourceInfo, obj: &mut Value) -> Result<(), String> {
+    if resource.crd.is_some() {
+        return Ok(());
+    }
+    let b = generate::builtin();
+    let Some((name, schema)) = b
+        .name_of(&resource.group, &resource.version, &resource.kind)
+        .and_then(|n| b.get(n).map(|s| (n, s)))
+    else {
+        return Ok(());
+    };
+    let numbers = {
+        let mut w = Walker {
+            defs: &b.definitions,
+            path: Vec::new(),
+            root: (schema, name),
+            quantity_numbers: false,
+        };
+        w.check(schema, obj, short_name(name), 0)?;
+        w.quantity_numbers
+    };
+    if numbers {
+        let w = Walker {
+            defs: &b.definitions,
+            path: Vec::new(),
+            root: (schema, name),
+            quantity_numbers: false,
+        };
+        w.quantities_as_strings(schema, obj, 0);
+    }
+    Ok(())
+}
+
+/// The string a JSON number given for a quantity becomes.
+fn quantity_string(n: &serde_json::Number) -> String {
+    let text = n.to_string();
+    match Quantity::parse(&text) {
+        // Exact in milli-units: the canonical spelling ("1.5" → "1500m").
+        Ok(q) if (q.as_f64() - n.as_f64().unwrap_or(f64::NAN)).abs() < 1e-9 => {
+            q.to_canonical_string()
+        }
+        _ => text,
+    }
+}
+
+/// How a schema node decodes, once `$ref` and `allOf` are looked through.
+enum Shape<'a> {
+    /// Takes any JSON.
+    Any,
+    Quantity,
+    IntOrString,
+    Time {
+        micro: bool,
+    },
+    /// A Go struct: its properties, and the Go type's name.
+    Struct(Vec<&'a Map<String, Value>>, String),
+    Map(&'a Value),
+    Slice(&'a Value),
+    Bytes,
+    String,
+    Int(&'static str),
+    Float,
+    Bool,
+}
+
+struct Walker<'a> {
+    defs: &'a Map<String, Value>,
+    /// JSON field names from the root, as Go's decoder records them
+    /// (struct fields only: no list indices, no map keys).
+    path: Vec<&'a str>,
+    /// The kind's own definition and its name: the root is the definition
+    /// itself, not a `$ref` to it.
+    root: (&'a Value, &'a str),
+    /// Whether a quantity was given as a JSON number.
+    quantity_numbers: bool,
+}
+
+/// `io.k8s.api.core.v1.EnvVar` → `EnvVar`.
+fn short_name(def: &str) -> &str {
+    def.rsplit('.').next().unwrap_or(def)
+}
+
+/// `io.k8s.api.core.v1.EnvVar` → `v1.EnvVar`, as Go's reflect names it.
+fn go_name(def: &str) -> String {
+    let mut it = def.rsplitn(3, '.');
+    match (it.next(), it.next()) {
+        (Some(name), Some(pkg)) => format!("{pkg}.{name}"),
+        _ => def.to_string(),
+    }
+}
+
+/// The JSON kind Go's decoder names in its errors.
+fn json_kind(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Number(_) => "number".into(),
+        Value::String(_) => "string".into(),
+        Value::Array(_) => "array".into(),
+        Value::Object(_) => "object".into(),
+    }
+}
+
+fn int_fits(v: &Value, bits: &str) -> bool {
+    let Value::Number(n) = v else {
+        return false;
+    };
+    match bits {
+        "int32" => n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
+        _ => n.as_i64().is_some(),
+    }
+}
+
+impl<'a> Walker<'a> {
+    fn shape(&self, schema: &'a Value) -> Shape<'a> {
+        let mut parts = Vec::new();
+        let mut def = None;
+        flatten(self.defs, schema, 0, &mut parts, &mut def);
+        if def.is_none() && std::ptr::eq(schema, self.root.0) {
+            def = Some(self.root.1);
+        }
+        if let Some(d) = def {
+            match d {
+                QUANTITY => return Shape::Quantity,
+                INT_OR_STRING => return Shape::IntOrString,
+                TIME => return Shape::Time { micro: false },
+                MICRO_TIME => return Shape::Time { micro: true },
+                d if OPAQUE.contains(&d) => return Shape::Any,
+                _ => {}
+            }
+        }
+        let flag = |k: &str| {
+            parts
+                .iter()
+                .any(|m| m.get(k).and_then(Value::as_bool) == Some(true))
+        };
+        if flag("x-kubernetes-int-or-string") {
+            return Shape::IntOrString;
+        }
+        if flag("x-kubernetes-preserve-unknown-fields") {
+            return Shape::Any;
+        }
+        let ty = parts
+            .iter()
+            .find_map(|m| m.get("type").and_then(Value::as_str));
+        let format = parts
+            .iter()
+            .find_map(|m| m.get("format").and_then(Value::as_str));
+        match ty {
+            Some("object") => {
+                if parts.iter().any(|m| m.get("properties").is_some()) {
+                    let name = def.map(go_name).unwrap_or_else(|| "struct".into());
+                    return Shape::Struct(parts, name);
+                }
+                match parts.iter().find_map(|m| m.get("additionalProperties")) {
+                    Some(v @ Value::Object(_)) => Shape::Map(v),
+                    _ => Shape::Any,
+                }
+            }
+            Some("array") => match parts.iter().find_map(|m| m.get("items")) {
+                Some(items) => Shape::Slice(items),
+                None => Shape::Any,
+            },
+            Some("string") if format == Some("byte") => Shape::Bytes,
+            Some("string") if format == Some("int-or-string") => Shape::IntOrString,
+            Some("string") => Shape::String,
+            Some("integer") => Shape::Int(if format == Some("int32") {
+                "int32"
+            } else {
+                "int64"
+            }),
+            Some("number") => Shape::Float,
+            Some("boolean") => Shape::Bool,
+            _ => Shape::Any,
+        }
+    }
+
+    /// The Go type name of a schema node, for messages.
+    fn go_type(&self, schema: &'a Value, depth: usize) -> String {
+        if depth > MAX_DEPTH {
+            return "interface {}".into();
+        }
+        match self.shape(schema) {
+            Shape::Any => "interface {}".into(),
+            Shape::Quantity => "resource.Quantity".into(),
+            Shape::IntOrString => "intstr.IntOrString".into(),
+            Shape::Time { micro: false } => "v1.Time".into(),
+            Shape::Time { micro: true } => "v1.MicroTime".into(),
+            Shape::Struct(_, name) => name,
+            Shape::Map(v) => format!("map[string]{}", self.go_type(v, depth + 1)),
+            Shape::Slice(v) => format!("[]{}", self.go_type(v, depth + 1)),
+            Shape::Bytes => "[]uint8".into(),
+            Shape::String => "string".into(),
+            Shape::Int(bits) => bits.into(),
+            Shape::Float => "float64".into(),
+            Shape::Bool => "bool".into(),
+        }
+    }
+
+    /// The error Go's decoder gives for `value` landing in a field of Go
+    /// type `ty`, inside struct `owner`.
+    fn mismatch(&self, owner: &str, value: String, ty: &str) -> String {
+        if self.path.is_empty() {
+            format!("json: cannot unmarshal {value} into Go value of type {ty}")
+        } else {
+            format!(
+                "json: cannot unmarshal {value} into Go struct field {owner}.{} of type {ty}",
+                self.path.join(".")
+            )
+        }
+    }
+
+    /// Rewrites quantities given as numbers into strings; `value` has
+    /// passed [`check`](Self::check).
+    fn quantities_as_strings(&self, schema: &'a Value, value: &mut Value, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        match (self.shape(schema), value) {
+            (Shape::Quantity, v @ Value::Number(_)) => {
+                if let Value::Number(n) = v {
+                    *v = Value::String(quantity_string(n));
+                }
+            }
+            (Shape::Struct(parts, _), Value::Object(obj)) => {
+                for (key, child) in obj.iter_mut() {
+                    let prop = parts.iter().find_map(|m| {
+                        m.get("properties")
+                            .and_then(Value::as_object)
+                            .and_then(|p| p.get(key))
+                    });
+                    if let Some(prop) = prop {
+                        self.quantities_as_strings(prop, child, depth + 1);
+                    }
+                }
+            }
+            (Shape::Map(items), Value::Object(obj)) => {
+                for child in obj.values_mut() {
+                    self.quantities_as_strings(items, child, depth + 1);
+                }
+            }
+            (Shape::Slice(items), Value::Array(list)) => {
+                for child in list {
+                    self.quantities_as_strings(items, child, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check(
+        &mut self,
+        schema: &'a Value,
+        value: &'a Value,
+        owner: &str,
+        depth: usize,
+    ) -> Result<(), String> {
+        // null decodes into every Go type (it leaves the zero value).
+        if value.is_null() || depth > MAX_DEPTH {
+            return Ok(());
+        }
+        let shape = self.shape(schema);
+        let wrong = |w: &Self| Err(w.mismatch(owner, json_kind(value), &w.go_type(schema, depth)));
+        match shape {
+            Shape::Any => Ok(()),
+            Shape::Quantity => match value {
+                Value::String(s) if Quantity::parse(s.trim()).is_ok() => Ok(()),
+                Value::Number(n) if Quantity::parse(&n.to_string()).is_ok() => {
+                    self.quantity_numbers = true;
+                    Ok(())
+                }
+                _ => Err(QUANTITY_MESSAGE.into()),
+            },
+            Shape::IntOrString => match value {
+                Value::String(_) => Ok(()),
+                v if int_fits(v, "int32") => Ok(()),
+                Value::Number(n) => Err(format!(
+                    "json: cannot unmarshal number {n} into Go value of type int32"
+                )),
+                v => Err(format!(
+                    "json: cannot unmarshal {} into Go value of type int32",
+                    json_kind(v)
+                )),
+            },
+            Shape::Time { micro } => match value {
+                Value::String(s) => super::gotime::check_rfc3339(s, micro),
+                v => Err(format!(
+                    "json: cannot unmarshal {} into Go value of type string",
+                    json_kind(v)
+                )),
+            },
+            Shape::Struct(parts, name) => {
+                let Value::Object(obj) = value else {
+                    return wrong(self);
+                };
+                let struct_name = short_name(&name).to_string();
+                for (key, child) in obj {
+                    let prop = parts.iter().find_map(|m| {
+                        m.get("properties")
+                            .and_then(Value::as_object)
+                            .and_then(|p| p.get(key))
+                    });
+                    // Unknown fields are the strict decoder's business.
+                    let Some(prop) = prop else { continue };
+                    self.path.push(key);
+                    let r = self.check(prop, child, &struct_name, depth + 1);
+                    self.path.pop();
+                    r?;
+                }
+                Ok(())
+            }
+            Shape::Map(items) => {
+                let Value::Object(obj) = value else {
+                    return wrong(self);
+                };
+                obj.values()
+                    .try_for_each(|child| self.check(items, child, owner, depth + 1))
+            }
+            Shape::Slice(items) => {
+                let Value::Array(list) = value else {
+                    return wrong(self);
+                };
+                list.iter()
+                    .try_for_each(|child| self.check(items, child, owner, depth + 1))
+            }
+            Shape::Bytes => match value {
+                Value::String(s) => super::gobase64::check(s),
+                _ => wrong(self),
+            },
+            Shape::String => match value {
+                Value::String(_) => Ok(()),
+                _ => wrong(self),
+            },
+            Shape::Int(bits) => match value {
+                v if int_fits(v, bits) => Ok(()),
+                Value::Number(n) => Err(self.mismatch(owner, format!("number {n}"), bits)),
+                _ => wrong(self),
+            },
+            Shape::Float => match value {
+                Value::Number(_) => Ok(()),
+                _ => wrong(self),
+            },
+            Shape::Bool => match value {
+                Value::Bool(_) => Ok(()),
+                _ => wrong(self),
+            },
+        }
+    }
+}
+
+/// Looks through `$ref` and `allOf`, recording the last definition a
+/// `$ref` named (the Go type the node stands for).
+fn flatten<'a>(
+    defs: &'a Map<String, Value>,
+    schema: &'a Value,
+    hops: usize,
+    out: &mut Vec<&'a Map<String, Value>>,
+    def: &mut Option<&'a str>,
+) {
+    let Value::Object(m) = schema else {
+        return;
+    };
+    if hops > MAX_REF_HOPS {
+        return;
+    }
+    if let Some((name, target)) = m
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(ref_name)
+        .and_then(|n| defs.get_key_value(n))
+    {
+        *def = Some(name.as_str());
+        flatten(defs, target, hops + 1, out, def);
+    }
+    out.push(m);
+    if let Some(Value::Array(subs)) = m.get("allOf") {
+        for s in subs {
+            flatten(defs, s, hops + 1, out, def);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
