@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 // Nearly all of kubesim's work is building and dropping small JSON trees
 // (every object is parsed, patched and serialized on each write). jemalloc
 // makes that markedly cheaper than the system allocator while keeping the
-// stored bytes as compact (ARCHITECTURE.md has the measurements).
+// stored bytes as compact (docs/decisions/jemalloc.md has the measurements).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -18,7 +18,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 // 200: a write frees a whole tree of small maps and strings and the next
 // one builds another, and with the smaller cache, refilling it from the
 // arena and flushing it back took about 4 % of a simulation's time
-// (README, Performance).
+// (docs/decisions/jemalloc.md).
 #[export_name = "_rjem_malloc_conf"]
 static MALLOC_CONF: &[u8; 52] = b"lg_tcache_nslots_mul:3,tcache_nslots_small_max:1024\0";
 
