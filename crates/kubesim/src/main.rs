@@ -36,7 +36,7 @@ enum Command {
     ///
     /// Example: kubesim up --listen 127.0.0.1:6443 --data-dir ./.kubesim
     Up(cmd::up::UpArgs),
-    /// Measure kubesim (figures for the README's performance table).
+    /// Measure kubesim (the figures in docs/performance.md).
     ///
     /// Example: kubesim bench api --pods 20000 --clients 64
     Bench(cmd::bench::BenchArgs),
