@@ -1,4 +1,11 @@
-//! The kubesim command line.
+//! The kubesim command line: `up`, `simulate`, `load`, `scenario` and
+//! `bench`, wiring the library crates together.
+//!
+//! The binary owns argument parsing, the wiring of components, the
+//! allocator and the one-line error at exit. It must never hold behaviour
+//! a library should own: what a mode does lives in the crates it calls,
+//! so that tests and other front ends reach the same code. Flags are
+//! added, never renamed.
 
 mod client;
 mod cmd;
