@@ -2,6 +2,11 @@
 //! server's own semantics depend on: without the namespace controller a
 //! deleted namespace never goes away, and without the garbage collector
 //! owner references and propagation policies mean nothing.
+//!
+//! Every loop reaches objects only through the `Api` and the shared
+//! informers of its [`Context`], and must never poll or read wall time:
+//! time-based work is re-queued on the `Clock`, so the same loops run
+//! under `kubesim up` and in simulated time.
 
 pub mod conditions;
 pub mod cron;

@@ -15,7 +15,7 @@ use kubesim_emulator::stage::{explain, stage_objects_from_yaml, Stage};
 use serde_json::{json, Value};
 
 fn stage_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kwok-stages/kustomize/stage")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kwok/kustomize/stage")
 }
 
 fn yaml(path: &Path) -> Value {

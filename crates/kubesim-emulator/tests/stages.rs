@@ -15,8 +15,8 @@ use serde_json::{json, Value};
 
 use common::{start, start_with, Env};
 
-fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+fn testdata() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
 }
 
 fn node(name: &str) -> Value {
@@ -289,7 +289,7 @@ async fn stages_created_at_run_time_apply_to_any_kind() {
 
 #[test]
 fn kwoks_stage_files_load() {
-    let root = shared().join("kwok-stages/kustomize/stage");
+    let root = testdata().join("kwok/kustomize/stage");
     let mut loaded = 0;
     for dir in [
         "node/fast",

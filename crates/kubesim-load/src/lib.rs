@@ -7,6 +7,10 @@
 //! plus discovery and `/metrics`), so it drives kubesim and a real API
 //! server alike, and reads time only through the `Clock`, so its pacing
 //! can be checked in simulated time.
+//!
+//! It must never reach into kubesim's internals to drive a test: an
+//! in-process kubesim is driven over HTTP like any other cluster, so the
+//! API server's request metrics see every call.
 
 pub mod cluster;
 pub mod config;

@@ -3,7 +3,7 @@
 //! Repeats of the same event on the same object raise its `count` and
 //! `lastTimestamp` instead of creating another object, as upstream's
 //! correlator does, and each object's events pass upstream's spam filter
-//! ([`crate::spam`]). Writing is asynchronous and bounded: a component
+//! (`spam.rs`). Writing is asynchronous and bounded: a component
 //! never waits for an event, and under overload events are dropped, not
 //! queued without limit.
 

@@ -1,6 +1,15 @@
 //! What every kubesim control loop needs: the [`Clock`], the seeded
 //! [`Rng`], the [`Api`] through which components reach objects, shared
 //! [`Informer`]s, [`WorkQueue`]s and the [`EventRecorder`].
+//!
+//! It owns time and randomness for the whole workspace: no other crate
+//! reads the wall clock, sleeps on tokio directly or seeds its own
+//! generator, and nothing outside the clock module reads time here
+//! either. That is what lets one control plane run under the wall clock
+//! and under the simulated one. The [`Api`] trait is the boundary
+//! components may not cross: this crate must never depend on the API
+//! server, so that controllers reach objects in process and over HTTP
+//! alike.
 
 pub mod ahead;
 pub mod api;

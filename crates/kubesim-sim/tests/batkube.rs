@@ -10,15 +10,15 @@ use kubesim_sim::engine::{simulate, FinalState, Run, Setup};
 use kubesim_sim::output::summary::Summary;
 use kubesim_sim::workload::{read_file, ReadOptions};
 
-fn shared(rel: &str) -> PathBuf {
+fn testdata(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/workloads")
+        .join("../../testdata/workloads")
         .join(rel)
 }
 
 fn run(workload: &str, platform: &str) -> (Run, Vec<u64>) {
-    let (jobs, _) = read_file(&shared(workload), "w0", &ReadOptions::default()).unwrap();
-    let text = std::fs::read_to_string(shared(platform)).unwrap();
+    let (jobs, _) = read_file(&testdata(workload), "w0", &ReadOptions::default()).unwrap();
+    let text = std::fs::read_to_string(testdata(platform)).unwrap();
     let nodes = cluster::nodes(&cluster::from_platform_xml(&text).unwrap());
     let cpus: Vec<u64> = nodes
         .iter()
@@ -133,18 +133,18 @@ fn batsim_examples_load_and_say_what_they_skip() {
         "batsim/test_delays.json",
         "batsim/example_workload_hpc_seed1_jobs250.json",
     ] {
-        let (jobs, skipped) = read_file(&shared(f), "w0", &ReadOptions::default()).unwrap();
+        let (jobs, skipped) = read_file(&testdata(f), "w0", &ReadOptions::default()).unwrap();
         assert!(!jobs.is_empty(), "{f}");
         assert!(skipped.unsupported.is_empty(), "{f}");
     }
     let (jobs, skipped) = read_file(
-        &shared("batsim/test_long_workload.json"),
+        &testdata("batsim/test_long_workload.json"),
         "w0",
         &ReadOptions::default(),
     )
     .unwrap();
     let raw: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(shared("batsim/test_long_workload.json")).unwrap(),
+        &std::fs::read_to_string(testdata("batsim/test_long_workload.json")).unwrap(),
     )
     .unwrap();
     let total = raw["jobs"].as_array().unwrap().len();

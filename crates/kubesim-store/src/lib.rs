@@ -8,6 +8,10 @@
 //!
 //! [`Store`] is the interface handlers use. [`MemStore`] implements it in
 //! memory, optionally made durable by a [`durable::Persister`].
+//!
+//! The store must never parse the objects it holds or know what they mean:
+//! it sees bytes and the attributes its caller computed, and decides
+//! conflicts by revision alone. It depends on no other kubesim crate.
 
 mod attrs;
 pub mod durable;

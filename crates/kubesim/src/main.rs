@@ -1,4 +1,11 @@
-//! The kubesim command line.
+//! The kubesim command line: `up`, `simulate`, `load`, `scenario` and
+//! `bench`, wiring the library crates together.
+//!
+//! The binary owns argument parsing, the wiring of components, the
+//! allocator and the one-line error at exit. It must never hold behaviour
+//! a library should own: what a mode does lives in the crates it calls,
+//! so that tests and other front ends reach the same code. Flags are
+//! added, never renamed.
 
 mod client;
 mod cmd;
@@ -8,7 +15,7 @@ use clap::{Parser, Subcommand};
 // Nearly all of kubesim's work is building and dropping small JSON trees
 // (every object is parsed, patched and serialized on each write). jemalloc
 // makes that markedly cheaper than the system allocator while keeping the
-// stored bytes as compact (ARCHITECTURE.md has the measurements).
+// stored bytes as compact (docs/decisions/jemalloc.md has the measurements).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -18,7 +25,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 // 200: a write frees a whole tree of small maps and strings and the next
 // one builds another, and with the smaller cache, refilling it from the
 // arena and flushing it back took about 4 % of a simulation's time
-// (README, Performance).
+// (docs/decisions/jemalloc.md).
 #[export_name = "_rjem_malloc_conf"]
 static MALLOC_CONF: &[u8; 52] = b"lg_tcache_nslots_mul:3,tcache_nslots_small_max:1024\0";
 
@@ -36,7 +43,7 @@ enum Command {
     ///
     /// Example: kubesim up --listen 127.0.0.1:6443 --data-dir ./.kubesim
     Up(cmd::up::UpArgs),
-    /// Measure kubesim (figures for the README's performance table).
+    /// Measure kubesim (the figures in docs/performance.md).
     ///
     /// Example: kubesim bench api --pods 20000 --clients 64
     Bench(cmd::bench::BenchArgs),

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use common::kubectl::Cluster;
 
-fn shared(rel: &str) -> String {
+fn testdata(rel: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
+        .join("../../testdata")
         .join(rel)
         .to_string_lossy()
         .into_owned()
@@ -131,7 +131,7 @@ fn kwoks_chaos_stages_apply_unchanged() {
     c.ok(&[
         "apply",
         "-f",
-        &shared("kwok-stages/kustomize/stage/pod/chaos/pod-container-running-failed.yaml"),
+        &testdata("kwok/kustomize/stage/pod/chaos/pod-container-running-failed.yaml"),
     ]);
     c.until(&["get", "stage", "pod-container-running-failed"], |_| true);
     c.apply(
@@ -166,7 +166,7 @@ fn kwoks_volume_stages_provision_and_bind_claims() {
     c.ok(&[
         "apply",
         "-f",
-        &shared("kwok-stages/kustomize/stage/volume/fast/"),
+        &testdata("kwok/kustomize/stage/volume/fast/"),
     ]);
     c.until(&["get", "stage", "pvc-provision"], |_| true);
     c.apply(

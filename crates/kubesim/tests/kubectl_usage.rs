@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use common::kubectl::Cluster;
 
-fn shared(rel: &str) -> String {
+fn testdata(rel: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
+        .join("../../testdata")
         .join(rel)
         .to_string_lossy()
         .into_owned()
@@ -71,10 +71,10 @@ fn kwok_usage_and_metric_objects() {
     let c = Cluster::start_with("usage", &["--nodes", "1"]);
     // The kinds are defined by the emulator as it starts: retry until then.
     for file in [
-        "kwok-stages/kustomize/metrics/usage/usage-from-annotation.yaml",
-        "kwok-stages/kustomize/metrics/resource/metrics-resource.yaml",
+        "kwok/kustomize/metrics/usage/usage-from-annotation.yaml",
+        "kwok/kustomize/metrics/resource/metrics-resource.yaml",
     ] {
-        c.until(&["apply", "-f", &shared(file)], |o| o.contains("created"));
+        c.until(&["apply", "-f", &testdata(file)], |o| o.contains("created"));
     }
     let listed = c.ok(&["get", "clusterresourceusages,metrics.kwok.x-k8s.io"]);
     assert!(

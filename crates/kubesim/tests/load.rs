@@ -1,5 +1,5 @@
 //! `kubesim load` runs ClusterLoader2's own test configs, unmodified (from
-//! `shared/clusterloader2/`), against an in-process cluster and against a
+//! `testdata/clusterloader2/`), against an in-process cluster and against a
 //! running `kubesim up`, and writes ClusterLoader2's report files.
 
 mod common;
@@ -9,9 +9,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn shared(rel: &str) -> PathBuf {
+fn testdata(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/clusterloader2")
+        .join("../../testdata/clusterloader2")
         .join(rel)
 }
 
@@ -108,7 +108,7 @@ fn check_junit(dir: &Path, name: &str, testcases: usize) {
 #[test]
 fn getting_started_deployment_on_an_in_process_cluster() {
     let dir = scratch("getting-started");
-    let config = shared("getting-started/config.yaml");
+    let config = testdata("getting-started/config.yaml");
     let o = load(
         &[
             "--config",
@@ -144,7 +144,7 @@ fn pod_startup_latency_with_replication_controllers_and_api_responsiveness() {
     let overrides = dir.join("overrides.yaml");
     std::fs::write(&overrides, "POD_COUNT: 6\nPOD_THROUGHPUT: 6\n").unwrap();
     let report = dir.join("report");
-    let config = shared("pod-startup-latency/config.yaml");
+    let config = testdata("pod-startup-latency/config.yaml");
     let o = load(
         &[
             "--config",
@@ -184,7 +184,7 @@ fn pod_startup_latency_with_replication_controllers_and_api_responsiveness() {
 #[test]
 fn scheduler_throughput_with_cl2_environment_parameters() {
     let dir = scratch("scheduler-throughput");
-    let config = shared("scheduler-throughput/config.yaml");
+    let config = testdata("scheduler-throughput/config.yaml");
     let o = load(
         &[
             "--config",
@@ -219,7 +219,7 @@ fn scheduler_throughput_with_cl2_environment_parameters() {
 fn drives_a_running_cluster_through_its_kubeconfig_and_cleans_up() {
     let k = common::Kubesim::start_ephemeral_with("load-remote", &["--nodes", "4"]);
     let dir = scratch("remote");
-    let config = shared("getting-started/config.yaml");
+    let config = testdata("getting-started/config.yaml");
     let kc = k.kubeconfig();
     let o = load(
         &[

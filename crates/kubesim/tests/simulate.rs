@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn shared(rel: &str) -> PathBuf {
+fn testdata(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
+        .join("../../testdata")
         .join(rel)
 }
 
@@ -50,8 +50,8 @@ fn get(s: &[(String, String)], k: &str) -> f64 {
 fn batkube_burst_on_sixteen_nodes() {
     let a = out_dir("burst-a");
     let b = out_dir("burst-b");
-    let wl = shared("workloads/batkube/200_delay170.json");
-    let platform = shared("workloads/batkube/platform_graphene_16nodes.xml");
+    let wl = testdata("workloads/batkube/200_delay170.json");
+    let platform = testdata("workloads/batkube/platform_graphene_16nodes.xml");
     let args = [
         "--workload",
         wl.to_str().unwrap(),
@@ -104,7 +104,7 @@ fn batsim_delays_and_swf_trace() {
     // Batsim's test_delays: 10 one-cpu jobs of 10 s, one every 3 s, so at
     // most four overlap; two 2-cpu nodes hold four, and nobody waits.
     let dir = out_dir("delays");
-    let wl = shared("workloads/batsim/test_delays.json");
+    let wl = testdata("workloads/batsim/test_delays.json");
     simulate(
         &[
             "--workload",
@@ -123,7 +123,7 @@ fn batsim_delays_and_swf_trace() {
 
     // The KIT trace on one 6-core node, processors capped at 6.
     let dir = out_dir("swf");
-    let swf = shared("workloads/batkube/KIT-10-80.swf");
+    let swf = testdata("workloads/batkube/KIT-10-80.swf");
     let printed = simulate(
         &[
             "--workload",
@@ -163,7 +163,7 @@ fn simulate_fails(args: &[&str]) -> String {
 fn bad_inputs_get_one_clear_line() {
     let err = simulate_fails(&["--workload", "/nonexistent.json", "--nodes", "1"]);
     assert!(err.contains("cannot read /nonexistent.json"), "{err}");
-    let wl = shared("workloads/batsim/test_delays.json");
+    let wl = testdata("workloads/batsim/test_delays.json");
     let wl = wl.to_str().unwrap();
     let err = simulate_fails(&["--workload", wl, "--nodes", "1", "--node-cpu", "lots"]);
     assert!(err.contains("lots"), "{err}");

@@ -30,9 +30,9 @@ const DELAYS: &str = "workloads/batsim/test_delays.json";
 /// on purpose, since time moves on as soon as no pod waits.
 const QUIET: &str = "2s";
 
-fn shared(rel: &str) -> PathBuf {
+fn testdata(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
+        .join("../../testdata")
         .join(rel)
 }
 
@@ -52,11 +52,11 @@ struct Served {
 }
 
 impl Served {
-    /// Starts the simulation of `workload` (under the shared directory)
+    /// Starts the simulation of `workload` (under `testdata/`)
     /// on any free port.
     fn start(name: &str, workload: &str, args: &[&str]) -> Served {
         let out = out_dir(name);
-        let wl = shared(workload);
+        let wl = testdata(workload);
         let log = std::fs::File::create(out.join("kubesim.log")).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_kubesim"))
             .args([
@@ -415,7 +415,7 @@ fn an_external_scheduler_needs_serve() {
     let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
         .args(["simulate", "--nodes", "1", "--scheduler", "external"])
         .arg("--workload")
-        .arg(shared(DELAYS))
+        .arg(testdata(DELAYS))
         .arg("--out")
         .arg(out_dir("external"))
         .output()
@@ -438,7 +438,7 @@ fn the_quiet_period_must_be_shorter_than_the_timeout() {
             "127.0.0.1:0",
         ])
         .args(["--quiet", "2s", "--serve-timeout", "1s", "--workload"])
-        .arg(shared(DELAYS))
+        .arg(testdata(DELAYS))
         .arg("--out")
         .arg(out_dir("quiet"))
         .output()
@@ -455,7 +455,7 @@ async fn an_outside_scheduler_reproduces_the_burst_schedule() {
     // placed first-fit by the test: the same 13 waves as kubesim's own
     // scheduler (simulate.rs), so the same makespan and mean wait. Each
     // wave leaves pods unbound, so each costs one quiet period.
-    let platform = shared("workloads/batkube/platform_graphene_16nodes.xml");
+    let platform = testdata("workloads/batkube/platform_graphene_16nodes.xml");
     let (printed, jobs) = run_scheduled(
         "burst",
         "workloads/batkube/200_delay170.json",

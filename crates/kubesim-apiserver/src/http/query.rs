@@ -49,7 +49,7 @@ impl Query {
         }
     }
 
-    /// The parameters of GET pods/<name>/log (`follow` is accepted: the
+    /// The parameters of `GET pods/<name>/log` (`follow` is accepted: the
     /// emulated log is complete when returned, so the stream just ends).
     pub fn log(&self) -> Result<LogOptions, ApiError> {
         Ok(LogOptions {

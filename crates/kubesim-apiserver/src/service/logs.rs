@@ -1,4 +1,4 @@
-//! GET pods/<name>/log. Emulated containers print nothing, so the log is
+//! `GET pods/<name>/log`. Emulated containers print nothing, so the log is
 //! what the emulation says about them: the lines of the pod annotation
 //! `kubesim.io/logs` (or `kubesim.io/logs.<container>` for one container)
 //! when set, otherwise one line when the container started and one when it

@@ -185,7 +185,7 @@ impl Server {
         Ok(self.scale_of(resource, &obj))
     }
 
-    /// POST pods/<name>/binding: assigns the pod to a node, once.
+    /// `POST pods/<name>/binding`: assigns the pod to a node, once.
     pub async fn bind(&self, ns: &str, name: &str, binding: &Value) -> Result<Value, ApiError> {
         let pods = self.resource("", "v1", "pods")?;
         let target = binding
@@ -260,7 +260,7 @@ impl Server {
         ))
     }
 
-    /// POST pods/<name>/eviction: a graceful delete unless a
+    /// `POST pods/<name>/eviction`: a graceful delete unless a
     /// PodDisruptionBudget forbids it (429).
     pub async fn evict(&self, ns: &str, name: &str, eviction: &Value) -> Result<Value, ApiError> {
         let pods = self.resource("", "v1", "pods")?;
@@ -428,7 +428,7 @@ impl Server {
         Ok(())
     }
 
-    /// PUT namespaces/<name>/finalize: replaces `spec.finalizers`; a
+    /// `PUT namespaces/<name>/finalize`: replaces `spec.finalizers`; a
     /// terminating namespace with none left is removed.
     pub async fn finalize_namespace(
         &self,

@@ -12,7 +12,7 @@ use serde_json::Value;
 /// hours), days (with hours below eight days) and years (with days below
 /// eight years). Up to one second in the future still reads "0s", because
 /// clocks of different machines disagree a little; more than that is
-/// "<invalid>".
+/// `"<invalid>"`.
 pub fn human_duration_nanos(nanos: i128) -> String {
     // Go durations are int64 nanoseconds and saturate; keep the same range so
     // that absurd timestamps give the same answer.

@@ -304,7 +304,7 @@ impl Funcs for KwokFuncs<'_> {
 
 /// The functions for a render made ahead of time, as it would be made at
 /// `now`: kwok's functions of the object, its node's name and the time
-/// answer exactly; the [`READING`] ones answer with a guess from what
+/// answer exactly; the `READING` ones answer with a guess from what
 /// `guess_from` holds now (or fail without it), and each guess is kept,
 /// for the render to be checked against when due.
 pub struct AheadFuncs {
@@ -316,7 +316,7 @@ pub struct AheadFuncs {
     pub guessed: RefCell<Vec<Guess>>,
 }
 
-/// A call of one of the [`READING`] functions by a render made ahead of
+/// A call of one of the `READING` functions by a render made ahead of
 /// time, with the answer guessed for it.
 #[derive(Debug)]
 pub struct Guess {

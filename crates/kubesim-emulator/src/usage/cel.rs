@@ -138,7 +138,7 @@ pub fn eval(expr: &Expr, scope: Scope, host: &Arc<dyn Host>, depth: u8) -> Resul
         .map_err(|e| format!("CEL {:?} failed: {e}", expr.source.trim()))
 }
 
-/// `obj` as expressions read it (see [`object_like_go`] and [`to_cel`]).
+/// `obj` as expressions read it (see `object_like_go` and `to_cel`).
 pub fn object_value(obj: &Value) -> Cel {
     to_cel(&object_like_go(obj))
 }

@@ -1,4 +1,4 @@
-//! `kubesim bench`: measurements for the README's performance table.
+//! `kubesim bench`: the measurements behind docs/performance.md.
 //!
 //! `bench api` starts `kubesim up --ephemeral` as a child process (so its
 //! memory is measured alone) and drives it over HTTP/1.1 from many

@@ -11,7 +11,7 @@ use crate::usage::rules::{Rule, Rules};
 
 fn fixture(rel: &str) -> Arc<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/kwok-stages/kustomize/metrics")
+        .join("../../testdata/kwok/kustomize/metrics")
         .join(rel);
     let text = std::fs::read_to_string(&path).unwrap();
     Arc::new(serde_saphyr::from_str(&text).unwrap())
