@@ -181,13 +181,20 @@ async fn send(
             .await
         }
         Path::Json => {
-            let ops = json!([{"op": "replace", "path": "/", "value": with_rv}]);
+            // One `add` (which replaces) per top-level field but metadata.
+            let ops: Vec<Value> = bad
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| k.as_str() != "metadata")
+                .map(|(k, v)| json!({"op": "add", "path": format!("/{k}"), "value": v}))
+                .collect();
             api.patch(
                 r,
                 ns,
                 &name,
                 PatchType::Json,
-                ops.to_string().into_bytes(),
+                Value::from(ops).to_string().into_bytes(),
                 None,
                 &WriteOptions::default(),
             )

@@ -12,6 +12,7 @@ pub mod conditions;
 pub mod cron;
 pub mod cronjob;
 pub mod daemonset;
+pub mod default_storage_class;
 pub mod deployment;
 pub mod endpoints;
 pub mod expectations;
@@ -136,6 +137,7 @@ pub async fn run_with(
         taint_eviction::run(ctx.clone()),
         podgc::run(ctx.clone(), options.terminated_pod_gc_threshold),
         storage_protection::run(ctx.clone()),
+        default_storage_class::run(ctx.clone()),
         volume_release::run(ctx.clone()),
         jobs.run(),
         cronjobs.run(),

@@ -1,4 +1,5 @@
-//! Per-request costs in the object model: selectors, patches, tables.
+//! Per-request costs in the object model: selectors, patches, tables,
+//! decoding checks.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use kubesim_core::patch::{apply_patch, PatchType};
@@ -53,5 +54,31 @@ fn tables(c: &mut Criterion) {
     c.bench_function("table/500 pods", |b| b.iter(|| table(&pods, &objs, &opts)));
 }
 
-criterion_group!(benches, selectors, patches, tables);
+/// What checking a write's types costs: a pod as a controller or kubectl
+/// sends it (defaulted fields included), walked against the Pod schema.
+fn decoding(c: &mut Criterion) {
+    let reg = Registry::new();
+    let pods = reg.get("", "v1", "pods").expect("pods");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-7d4b9c-abcde", "namespace": "default", "labels": {"app": "web", "pod-template-hash": "7d4b9c"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d4b9c", "uid": "u", "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                "env": [{"name": "A", "value": "1"}, {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "Always"}],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+            "securityContext": {}, "schedulerName": "default-scheduler",
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]}});
+    c.bench_function("decode/type check of a pod", |b| {
+        b.iter(|| {
+            let mut p = pod.clone();
+            kubesim_core::schema::decode_object(&pods, &mut p).expect("decodes")
+        })
+    });
+    c.bench_function("decode/clone of the same pod (baseline)", |b| {
+        b.iter(|| pod.clone())
+    });
+}
+
+criterion_group!(benches, selectors, patches, tables, decoding);
 criterion_main!(benches);

@@ -84,6 +84,8 @@ fn creates_alone(resource: &ResourceInfo) -> bool {
         && !resource.is_custom()
         && admits_updates_alone(resource)
         && !(resource.group.is_empty() && resource.plural == "bindings")
+        // DefaultStorageClass reads the StorageClasses stored.
+        && !(resource.group.is_empty() && resource.plural == "persistentvolumeclaims")
 }
 
 impl Server {

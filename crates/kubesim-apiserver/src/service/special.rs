@@ -2,6 +2,7 @@
 //! PriorityClasses, service cluster IPs, CRD status; and the in-use
 //! protection finalizers of claims and volumes.
 
+use kubesim_core::defaults::storage;
 use kubesim_core::{meta, ApiError, ResourceInfo};
 use serde_json::{json, Value};
 
@@ -69,6 +70,7 @@ impl Server {
             // until the controllers see nothing uses them.
             ("", "persistentvolumeclaims") if old.is_none() => {
                 add_finalizer(obj, "kubernetes.io/pvc-protection");
+                self.admit_default_storage_class(obj);
                 Ok(())
             }
             ("", "persistentvolumes") if old.is_none() => {
@@ -80,6 +82,31 @@ impl Server {
                 Ok(())
             }
             _ => Ok(()),
+        }
+    }
+
+    /// DefaultStorageClass: a claim that names no class gets the default
+    /// one, if a class is marked so.
+    fn admit_default_storage_class(&self, obj: &mut Value) {
+        if !storage::claim_wants_default_class(obj) {
+            return;
+        }
+        let Ok(classes) = self.resource("storage.k8s.io", "v1", "storageclasses") else {
+            return;
+        };
+        let Ok(snapshot) = self.store.snapshot(&classes.storage_key(), None) else {
+            return;
+        };
+        let parsed: Vec<Value> = snapshot
+            .items
+            .values()
+            .filter_map(|r| serde_json::from_slice(&r.bytes).ok())
+            .collect();
+        if let (Some(name), Some(spec)) = (
+            storage::default_class_name(&parsed),
+            obj.get_mut("spec").and_then(Value::as_object_mut),
+        ) {
+            spec.insert("storageClassName".into(), Value::String(name));
         }
     }
 

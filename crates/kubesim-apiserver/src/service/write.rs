@@ -173,7 +173,7 @@ impl Server {
         resource: &ResourceInfo,
         obj: &mut Value,
     ) -> Result<(), ApiError> {
-        match schema::decode(resource, obj) {
+        match schema::decode_object(resource, obj) {
             Ok(()) => Ok(()),
             Err(e) => Err(ApiError::bad_request(format!(
                 "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
@@ -190,7 +190,7 @@ impl Server {
         resource: &ResourceInfo,
         out: &mut Value,
     ) -> Result<(), ApiError> {
-        let Err(e) = schema::decode(resource, out) else {
+        let Err(e) = schema::decode_object(resource, out) else {
             return Ok(());
         };
         let shown = serde_json::to_string(&out.to_string()).unwrap_or_default();
@@ -213,7 +213,7 @@ impl Server {
         resource: &ResourceInfo,
         applied: &mut Value,
     ) -> Result<(), ApiError> {
-        match schema::decode(resource, applied) {
+        match schema::decode_object(resource, applied) {
             Ok(()) => Ok(()),
             Err(e) => Err(ApiError::bad_request(format!(
                 "failed to create typed patch object ({}, Kind={}): {e}",

@@ -18,6 +18,7 @@ use crate::resource::ResourceInfo;
 mod cluster;
 pub mod pod;
 mod service;
+pub mod storage;
 mod workloads;
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ pub fn decode_error_of(group: &str, version: &str, kind: &str, obj: &Value) -> O
         defs: &b.definitions,
         path: Vec::new(),
         root: (schema, name),
-        quantity_numbers: false,
+        normalize: false,
     };
     w.check(schema, obj, short_name(name), 0).err()
 }
@@ -67,7 +67,7 @@ pub fn decode_error_of(group: &str, version: &str, kind: &str, obj: &Value) -> O
 /// with every quantity given as a JSON number turned into its string, as
 /// a decode and re-encode of the Go object turns it (typed clients such
 /// as k8s-openapi's read quantities only as strings).
-pub fn decode(resource: &ResourceInfo, obj: &mut Value) -> Result<(), String> {
+pub fn decode_object(resource: &ResourceInfo, obj: &mut Value) -> Result<(), String> {
     if resource.crd.is_some() {
         return Ok(());
     }
@@ -83,19 +83,19 @@ pub fn decode(resource: &ResourceInfo, obj: &mut Value) -> Result<(), String> {
             defs: &b.definitions,
             path: Vec::new(),
             root: (schema, name),
-            quantity_numbers: false,
+            normalize: false,
         };
         w.check(schema, obj, short_name(name), 0)?;
-        w.quantity_numbers
+        w.normalize
     };
     if numbers {
         let w = Walker {
             defs: &b.definitions,
             path: Vec::new(),
             root: (schema, name),
-            quantity_numbers: false,
+            normalize: false,
         };
-        w.quantities_as_strings(schema, obj, 0);
+        w.normalized(schema, obj, 0);
     }
     Ok(())
 }
@@ -140,8 +140,10 @@ struct Walker<'a> {
     /// The kind's own definition and its name: the root is the definition
     /// itself, not a `$ref` to it.
     root: (&'a Value, &'a str),
-    /// Whether a quantity was given as a JSON number.
-    quantity_numbers: bool,
+    /// Whether decoding and re-encoding would change the object: a
+    /// quantity given as a JSON number, or a null map value or list item
+    /// (Go stores the element type's zero value there).
+    normalize: bool,
 }
 
 /// `io.k8s.api.core.v1.EnvVar` → `EnvVar`.
@@ -279,9 +281,23 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Rewrites quantities given as numbers into strings; `value` has
-    /// passed [`check`](Self::check).
-    fn quantities_as_strings(&self, schema: &'a Value, value: &mut Value, depth: usize) {
+    /// The JSON of the Go zero value a null element becomes.
+    fn zero(&self, schema: &'a Value) -> Value {
+        match self.shape(schema) {
+            Shape::String | Shape::Bytes => Value::String(String::new()),
+            Shape::Int(_) | Shape::Float | Shape::IntOrString => Value::from(0),
+            Shape::Bool => Value::Bool(false),
+            Shape::Quantity => Value::String("0".into()),
+            Shape::Struct(..) | Shape::Map(_) => Value::Object(Map::new()),
+            Shape::Slice(_) => Value::Array(Vec::new()),
+            Shape::Time { .. } | Shape::Any => Value::Null,
+        }
+    }
+
+    /// Rewrites what [`check`](Self::check) found Go's decoding would
+    /// change: quantities given as numbers become strings, null map values
+    /// and list items their type's zero value. `value` has passed it.
+    fn normalized(&self, schema: &'a Value, value: &mut Value, depth: usize) {
         if depth > MAX_DEPTH {
             return;
         }
@@ -299,18 +315,24 @@ impl<'a> Walker<'a> {
                             .and_then(|p| p.get(key))
                     });
                     if let Some(prop) = prop {
-                        self.quantities_as_strings(prop, child, depth + 1);
+                        self.normalized(prop, child, depth + 1);
                     }
                 }
             }
             (Shape::Map(items), Value::Object(obj)) => {
                 for child in obj.values_mut() {
-                    self.quantities_as_strings(items, child, depth + 1);
+                    if child.is_null() {
+                        *child = self.zero(items);
+                    }
+                    self.normalized(items, child, depth + 1);
                 }
             }
             (Shape::Slice(items), Value::Array(list)) => {
                 for child in list {
-                    self.quantities_as_strings(items, child, depth + 1);
+                    if child.is_null() {
+                        *child = self.zero(items);
+                    }
+                    self.normalized(items, child, depth + 1);
                 }
             }
             _ => {}
@@ -335,7 +357,7 @@ impl<'a> Walker<'a> {
             Shape::Quantity => match value {
                 Value::String(s) if Quantity::parse(s.trim()).is_ok() => Ok(()),
                 Value::Number(n) if Quantity::parse(&n.to_string()).is_ok() => {
-                    self.quantity_numbers = true;
+                    self.normalize = true;
                     Ok(())
                 }
                 _ => Err(QUANTITY_MESSAGE.into()),
@@ -382,15 +404,19 @@ impl<'a> Walker<'a> {
                 let Value::Object(obj) = value else {
                     return wrong(self);
                 };
-                obj.values()
-                    .try_for_each(|child| self.check(items, child, owner, depth + 1))
+                obj.values().try_for_each(|child| {
+                    self.normalize |= child.is_null();
+                    self.check(items, child, owner, depth + 1)
+                })
             }
             Shape::Slice(items) => {
                 let Value::Array(list) = value else {
                     return wrong(self);
                 };
-                list.iter()
-                    .try_for_each(|child| self.check(items, child, owner, depth + 1))
+                list.iter().try_for_each(|child| {
+                    self.normalize |= child.is_null();
+                    self.check(items, child, owner, depth + 1)
+                })
             }
             Shape::Bytes => match value {
                 Value::String(s) => super::gobase64::check(s),

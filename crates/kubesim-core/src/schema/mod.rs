@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::resource::{Registry, ResourceInfo};
 
-pub use decode::{decode, decode_error, decode_error_of, QUANTITY_MESSAGE};
+pub use decode::{decode_error, decode_error_of, decode_object, QUANTITY_MESSAGE};
 pub use document::{
     crd_definition_name, crd_kind_schema, digest_hex, gv_document, gv_index_path, kind_schema,
     parse_gv_path, GvDocument, KUBERNETES_VERSION,

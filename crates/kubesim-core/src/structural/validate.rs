@@ -20,7 +20,16 @@ pub(super) fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<
         w.object_fields(schema, o, &mut path, true, 0);
         w.object_bounds(schema, o, &path);
     }
-    cel_rules::check_tree(schema, obj, old, &mut w.out);
+    // As upstream: rules are not run over values of the wrong type.
+    if w.out.iter().any(|c| c.reason == "FieldValueTypeInvalid") {
+        w.out.push(Cause::new(
+            "FieldValueInvalid",
+            "<nil>",
+            "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+        ));
+    } else {
+        cel_rules::check_tree(schema, obj, old, &mut w.out);
+    }
     w.out
 }
 

@@ -40,5 +40,17 @@ check(
     "422 causes name spec.containers: %r" % causes,
 )
 expect(404, "NotFound", core.read_namespaced_pod, "bad", ns)
+
+# A field of the wrong JSON type is refused at decoding, as upstream does.
+confused = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "confused"},
+            "spec": {"containers": [{"name": "c", "image": "i", "env": [1]}]}}
+body = expect(400, "BadRequest", core.create_namespaced_pod, ns, confused)
+want = ('Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number '
+        'into Go struct field Container.spec.containers.env of type v1.EnvVar')
+check(body.get("message") == want, "400 message %r" % body.get("message"))
+expect(404, "NotFound", core.read_namespaced_pod, "confused", ns)
+body = expect(422, "Invalid", core.patch_namespaced_config_map, "dup", ns, {"data": {"k": 1}})
+check("patch: Invalid value" in body.get("message", ""), "patch refusal %r" % body.get("message"))
+check(core.read_namespaced_config_map("dup", ns).data == {"k": "v"}, "refused patch changed the map")
 expect(404, "NotFound", core.delete_namespaced_config_map, "missing", ns)
 print("ok")

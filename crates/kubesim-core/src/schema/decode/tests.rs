@@ -144,7 +144,7 @@ fn quantities_given_as_numbers_are_stored_as_strings() {
     let pods = r.get("", "v1", "pods").expect("pods");
     let mut p = pod(json!({"containers": [{"name": "c", "image": "i",
         "resources": {"requests": {"cpu": 1.5, "memory": 1024}, "limits": {"cpu": "2"}}}]}));
-    super::decode(&pods, &mut p).expect("decodes");
+    super::decode_object(&pods, &mut p).expect("decodes");
     assert_eq!(
         p.pointer("/spec/containers/0/resources"),
         Some(&json!({"requests": {"cpu": "1500m", "memory": "1024"}, "limits": {"cpu": "2"}}))
@@ -152,7 +152,7 @@ fn quantities_given_as_numbers_are_stored_as_strings() {
     let mut bad =
         pod(json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": true}}}]}));
     assert_eq!(
-        super::decode(&pods, &mut bad),
+        super::decode_object(&pods, &mut bad),
         Err(super::QUANTITY_MESSAGE.to_string())
     );
 }
