@@ -2,11 +2,13 @@
 //! call the service verbs directly, skipping HTTP and serialization, yet get
 //! exactly the answers a remote client would.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kubesim_core::patch::{PatchBody, PatchType};
 use kubesim_core::{meta, ApiError, ResourceInfo};
 use kubesim_runtime::decode::Decode;
@@ -91,34 +93,52 @@ impl InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
-        let opts = &opts;
-        if subresource == Some("scale") {
-            let json;
-            let bytes = match body {
-                PatchBody::Bytes(b) => b,
-                PatchBody::Value(v) => {
-                    json = v.to_string().into_bytes();
-                    &json
-                }
-            };
-            return self
+        guarded(async {
+            let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
+            let opts = &opts;
+            if subresource == Some("scale") {
+                let json;
+                let bytes = match body {
+                    PatchBody::Bytes(b) => b,
+                    PatchBody::Value(v) => {
+                        json = v.to_string().into_bytes();
+                        &json
+                    }
+                };
+                return self
+                    .server
+                    .write_scale(
+                        &res,
+                        ns,
+                        name,
+                        ScaleChange::Patch(kind, bytes),
+                        opts,
+                        &self.caller,
+                    )
+                    .await;
+            }
+            Ok(self
                 .server
-                .write_scale(
-                    &res,
-                    ns,
-                    name,
-                    ScaleChange::Patch(kind, bytes),
-                    opts,
-                    &self.caller,
-                )
-                .await;
+                .patch(&res, ns, name, kind, body, subresource, opts, &self.caller)
+                .await?
+                .obj)
+        })
+        .await
+    }
+}
+
+/// A server call that panics answers 500, as it does over HTTP, instead of
+/// unwinding into the calling component's task.
+async fn guarded<T>(call: impl Future<Output = Result<T, ApiError>>) -> Result<T, ApiError> {
+    match AssertUnwindSafe(call).catch_unwind().await {
+        Ok(answer) => answer,
+        Err(panic) => {
+            let what = kubesim_runtime::panic_message(&*panic);
+            tracing::error!(panic = %what, "an in-process API call panicked");
+            Err(ApiError::internal(format!(
+                "Internal error occurred: {what}"
+            )))
         }
-        Ok(self
-            .server
-            .patch(&res, ns, name, kind, body, subresource, opts, &self.caller)
-            .await?
-            .obj)
     }
 }
 
@@ -300,17 +320,20 @@ impl Api for InProcess {
         obj: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let (res, opts) = self.writing(r, ns, None, false, opts)?;
-        let opts = &opts;
-        if is_core(&res, "bindings") {
-            let name = meta::name(&obj).to_string();
-            return self.server.bind(ns, &name, &obj).await;
-        }
-        Ok(self
-            .server
-            .create(&res, ns, obj, opts, &self.caller)
-            .await?
-            .obj)
+        guarded(async {
+            let (res, opts) = self.writing(r, ns, None, false, opts)?;
+            let opts = &opts;
+            if is_core(&res, "bindings") {
+                let name = meta::name(&obj).to_string();
+                return self.server.bind(ns, &name, &obj).await;
+            }
+            Ok(self
+                .server
+                .create(&res, ns, obj, opts, &self.caller)
+                .await?
+                .obj)
+        })
+        .await
     }
 
     async fn update(
@@ -321,36 +344,39 @@ impl Api for InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
-        let opts = &opts;
-        let name = meta::name(&obj).to_string();
-        if name.is_empty() {
-            return Err(ApiError::bad_request("the object has no name"));
-        }
-        match subresource {
-            Some("finalize") => {
-                self.server
-                    .finalize_namespace(&name, &obj, &self.caller)
-                    .await
+        guarded(async {
+            let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
+            let opts = &opts;
+            let name = meta::name(&obj).to_string();
+            if name.is_empty() {
+                return Err(ApiError::bad_request("the object has no name"));
             }
-            Some("scale") => {
-                self.server
-                    .write_scale(
-                        &res,
-                        ns,
-                        &name,
-                        ScaleChange::Replace(&obj),
-                        opts,
-                        &self.caller,
-                    )
-                    .await
+            match subresource {
+                Some("finalize") => {
+                    self.server
+                        .finalize_namespace(&name, &obj, &self.caller)
+                        .await
+                }
+                Some("scale") => {
+                    self.server
+                        .write_scale(
+                            &res,
+                            ns,
+                            &name,
+                            ScaleChange::Replace(&obj),
+                            opts,
+                            &self.caller,
+                        )
+                        .await
+                }
+                _ => Ok(self
+                    .server
+                    .update(&res, ns, &name, obj, subresource, opts, &self.caller)
+                    .await?
+                    .obj),
             }
-            _ => Ok(self
-                .server
-                .update(&res, ns, &name, obj, subresource, opts, &self.caller)
-                .await?
-                .obj),
-        }
+        })
+        .await
     }
 
     async fn patch(
@@ -406,9 +432,12 @@ impl Api for InProcess {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        let res = self.resource(r)?;
-        Self::check(&res, ns, None, true)?;
-        Ok(self.server.delete(&res, ns, name, opts).await?.body)
+        guarded(async {
+            let res = self.resource(r)?;
+            Self::check(&res, ns, None, true)?;
+            Ok(self.server.delete(&res, ns, name, opts).await?.body)
+        })
+        .await
     }
 
     async fn watch(

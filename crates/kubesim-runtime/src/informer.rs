@@ -232,9 +232,26 @@ impl Informer {
         // from reaching the handler before the replay of older state.
         let mut handlers = self.handlers.lock();
         for obj in self.cache.list() {
-            handler(&Change::Added(obj));
+            self.tell(&handler, &Change::Added(obj));
         }
         handlers.push(handler);
+    }
+
+    /// Calls `handler`. One that panics on an object (of a shape no write
+    /// through the API can store, read from an older store) is logged and
+    /// the object skipped for it: the other objects and handlers go on.
+    fn tell(&self, handler: &Handler, change: &Change) {
+        let call = std::panic::AssertUnwindSafe(|| handler(change));
+        if let Err(panic) = std::panic::catch_unwind(call) {
+            let obj = change.object();
+            tracing::error!(
+                resource = %self.resource.plural,
+                namespace = %meta::namespace(obj),
+                name = %meta::name(obj),
+                panic = %crate::panic_message(&*panic),
+                "an informer handler panicked on an object; it is skipped"
+            );
+        }
     }
 
     pub fn has_synced(&self) -> bool {
@@ -250,7 +267,7 @@ impl Informer {
     fn emit(&self, change: Change) {
         let handlers = self.handlers.lock();
         for h in handlers.iter() {
-            h(&change);
+            self.tell(h, &change);
         }
     }
 

@@ -18,6 +18,7 @@ pub mod clock;
 pub mod decode;
 pub mod events;
 pub mod informer;
+mod panics;
 #[cfg(feature = "remote")]
 pub mod remote;
 pub mod rng;
@@ -35,6 +36,7 @@ pub use informer::{
     metadata_only, ownership_only, Cache, Change, Informer, Informers, KeyRef, KeyedMap, ObjectKey,
     Shape,
 };
+pub use panics::panic_message;
 #[cfg(feature = "remote")]
 pub use remote::RemoteApi;
 pub use rng::Rng;

@@ -6,9 +6,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use kubesim_core::ApiError;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -206,7 +208,21 @@ pub async fn run_workers<K, F, Fut>(
     let worker = |_| async {
         while let Some(key) = queue.next().await {
             let started = queue.clock.instant();
-            match reconcile(key.clone()).await {
+            // A pass that panics (an object of a shape no writer through
+            // the API can store, read from an older store) skips its key
+            // until the object changes, and the loop goes on.
+            let pass = AssertUnwindSafe(reconcile(key.clone())).catch_unwind();
+            let outcome = match pass.await {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    tracing::error!(controller = name, key = ?key, panic = %crate::panic_message(&*panic),
+                        "reconcile panicked; the object is skipped until it changes");
+                    queue.forget(&key);
+                    queue.done_after(&key, Duration::ZERO);
+                    continue;
+                }
+            };
+            match outcome {
                 Ok(requeue) => {
                     queue.forget(&key);
                     if let Some(d) = requeue {

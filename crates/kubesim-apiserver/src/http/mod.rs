@@ -116,11 +116,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     {
         Ok(r) => r,
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let what = kubesim_runtime::panic_message(&*panic);
             tracing::error!(%method, %uri, panic = %what, "request handler panicked");
             app.metrics.handler_panicked();
             error_response(&ApiError::internal(format!(

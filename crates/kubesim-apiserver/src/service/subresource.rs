@@ -226,7 +226,14 @@ impl Server {
                 ));
             }
             let mut new = cur;
-            new["spec"]["nodeName"] = Value::String(target.to_string());
+            let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else {
+                // Only a store written before writes were type-checked can
+                // hold such a pod.
+                return Err(ApiError::internal(format!(
+                    "the stored pod {name} cannot be decoded: its spec is not an object"
+                )));
+            };
+            spec.insert("nodeName".into(), Value::String(target.to_string()));
             if let Some(ann) = binding
                 .get("metadata")
                 .and_then(|m| m.get("annotations"))
@@ -234,8 +241,10 @@ impl Server {
             {
                 let m = meta::metadata_mut(&mut new);
                 let a = m.entry("annotations").or_insert_with(|| json!({}));
-                for (k, v) in ann {
-                    a[k] = v.clone();
+                if let Some(a) = a.as_object_mut() {
+                    for (k, v) in ann {
+                        a.insert(k.clone(), v.clone());
+                    }
                 }
             }
             set_condition(&mut new, "PodScheduled", "True", &self.now_string());
