@@ -173,3 +173,39 @@ fn claims_get_the_default_storage_class_even_later() {
         },
     );
 }
+
+#[test]
+fn duplicate_fields_follow_field_validation() {
+    let c = Cluster::start("kubectl-hostile-dups");
+    let file = c.dir.join("dup.json");
+    std::fs::write(
+        &file,
+        r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dup"}, "data": {"k": "a", "k": "b"}}"#,
+    )
+    .expect("write");
+    let f = file.to_str().expect("path");
+    let err = c.fails(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        "-f",
+        f,
+    ]);
+    assert!(
+        err.contains(r#"strict decoding error: duplicate field \"data.k\""#)
+            || err.contains(r#"strict decoding error: duplicate field "data.k""#),
+        "{err}"
+    );
+    assert!(c.kubectl(&["get", "configmap", "dup"]).status.code() != Some(0));
+    let o = c.kubectl(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Warn",
+        "-f",
+        f,
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains(r#"duplicate field "data.k""#), "{stderr}");
+    assert_eq!(c.json(&["get", "configmap", "dup"])["data"]["k"], "b");
+}

@@ -3,7 +3,8 @@
 //! not decoded here: their content type names the patch kind.
 
 use kubesim_core::proto::{self, ProtoError};
-use kubesim_core::ApiError;
+use kubesim_core::{schema, ApiError};
+use kubesim_runtime::FieldValidation;
 use serde_json::Value;
 
 /// The media type of a Content-Type header, lowercased, without parameters.
@@ -38,6 +39,35 @@ pub(crate) fn decode(content_type: &str, body: &[u8]) -> Result<Value, ApiError>
         ));
     }
     Ok(v)
+}
+
+/// The duplicate keys of a JSON create or update body under
+/// `fieldValidation`: Strict refuses them, Warn (the default) returns them
+/// as warnings, Ignore does not look.
+pub(crate) fn duplicates(
+    content_type: &str,
+    body: &[u8],
+    mode: Option<FieldValidation>,
+) -> Result<Vec<String>, ApiError> {
+    let mode = mode.unwrap_or(FieldValidation::Warn);
+    let json = matches!(
+        essence(content_type).as_str(),
+        "" | "application/json" | "*/*"
+    );
+    if mode == FieldValidation::Ignore || !json {
+        return Ok(Vec::new());
+    }
+    let found: Vec<String> = schema::duplicate_fields(body)
+        .into_iter()
+        .map(|f| format!("duplicate field \"{f}\""))
+        .collect();
+    if mode == FieldValidation::Strict && !found.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "strict decoding error: {}",
+            found.join(", ")
+        )));
+    }
+    Ok(found)
 }
 
 /// The optional DeleteOptions body of a DELETE; client-go's typed clients

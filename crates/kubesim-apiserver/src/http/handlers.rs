@@ -274,14 +274,17 @@ async fn resource(
             labels.verb = "POST";
             let opts = q.write()?;
             labels.dry_run = opts.dry_run;
-            let body = body::decode(&content_type, &body_bytes(req).await?)?;
+            let raw = body_bytes(req).await?;
+            let body = body::decode(&content_type, &raw)?;
             if r.group.is_empty() && r.plural == "bindings" {
                 let name = kubesim_core::meta::name(&body).to_string();
                 return Ok(value_response(201, &server.bind(ns, &name, &body).await?));
             }
+            let mut warnings = body::duplicates(&content_type, &raw, opts.field_validation)?;
             let format = negotiate::format(accept.as_deref())?;
             let res = server.create(&r, ns, body, &opts, &caller).await?;
-            render_one(app, &r, &q, format, 201, res.obj, &res.warnings)
+            warnings.extend(res.warnings);
+            render_one(app, &r, &q, format, 201, res.obj, &warnings)
         }
         (Method::POST, Some(name)) => {
             labels.verb = "POST";
@@ -311,7 +314,9 @@ async fn resource(
             labels.verb = "PUT";
             let opts = q.write()?;
             labels.dry_run = opts.dry_run;
-            let body = body::decode(&content_type, &body_bytes(req).await?)?;
+            let raw = body_bytes(req).await?;
+            let body = body::decode(&content_type, &raw)?;
+            let mut warnings = body::duplicates(&content_type, &raw, opts.field_validation)?;
             match sub {
                 Some("scale") => {
                     let s = server
@@ -328,7 +333,8 @@ async fn resource(
                     let res = server
                         .update(&r, ns, name, body, sub, &opts, &caller)
                         .await?;
-                    render_one(app, &r, &q, format, 200, res.obj, &res.warnings)
+                    warnings.extend(res.warnings);
+                    render_one(app, &r, &q, format, 200, res.obj, &warnings)
                 }
             }
         }

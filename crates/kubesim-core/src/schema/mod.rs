@@ -6,6 +6,7 @@
 
 mod decode;
 mod document;
+mod duplicates;
 mod extensions;
 mod generate;
 mod gobase64;
@@ -21,6 +22,7 @@ pub use document::{
     crd_definition_name, crd_kind_schema, digest_hex, gv_document, gv_index_path, kind_schema,
     parse_gv_path, GvDocument, KUBERNETES_VERSION,
 };
+pub use duplicates::duplicate_fields;
 pub use extensions::{field_patch_meta, FieldPatchMeta, FIELDS as PATCH_FIELDS};
 pub use generate::{builtin as builtin_schemas, ref_name, ref_to, BuiltinSchemas, REF_PREFIX};
 
