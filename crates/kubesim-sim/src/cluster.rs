@@ -86,56 +86,167 @@ pub fn from_yaml(text: &str) -> Result<Vec<NodeGroup>, String> {
     Ok(f.node_groups)
 }
 
-/// The compute hosts of a SimGrid platform as nodes of `core` cpus and
-/// `memory` (host properties), skipping hosts whose role is `master`, as
-/// Batsim does. Host names are cut at the first dot.
+/// The name of the host Batsim takes for the master (its `--master-host`
+/// default) when no host has the `role` property `master`.
+pub const MASTER_HOST: &str = "master_host";
+
+/// The label that carries a host's speed in flops per second (its first
+/// power state's), for profiles whose run time is work over speed.
+pub const SPEED_LABEL: &str = "kubesim.io/speed-flops";
+
+/// The compute hosts of a SimGrid platform, as Batsim finds them: every
+/// `<host>` and every host a `<cluster>` declares (prefix, radical,
+/// suffix), at any depth of `<zone>`/`<AS>` nesting, less the master host
+/// (the one whose `role` property is `master`, or else the one named
+/// `master_host`) and storage hosts (`role` `storage`). Each becomes a
+/// node of `core` cpus (attribute or property) and `memory` (property,
+/// else 4Gi), labelled with its speed. Host names are cut at the first dot.
 pub fn from_platform_xml(text: &str) -> Result<Vec<NodeGroup>, String> {
     // SimGrid platforms name their DTD; nothing in it is needed here.
     let opts = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..Default::default()
     };
-    let doc = roxmltree::Document::parse_with_options(text, opts)
+    // An XML declaration must open the document; files often start with
+    // a blank line anyway, which Batsim's parser accepts.
+    let doc = roxmltree::Document::parse_with_options(text.trim_start(), opts)
         .map_err(|e| format!("not a platform file: {e}"))?;
+    let mut hosts = Vec::new();
+    for node in doc.descendants() {
+        if node.has_tag_name("host") {
+            let id = node.attribute("id").unwrap_or("host").to_string();
+            hosts.push(Host::of(node, id));
+        } else if node.has_tag_name("cluster") {
+            let prefix = node.attribute("prefix").unwrap_or("");
+            let suffix = node.attribute("suffix").unwrap_or("");
+            let radical = node.attribute("radical").unwrap_or("");
+            for i in radical_numbers(radical)? {
+                hosts.push(Host::of(node, format!("{prefix}{i}{suffix}")));
+            }
+        }
+    }
+    let has_master_role = hosts.iter().any(|h| h.role.as_deref() == Some("master"));
     let mut groups = Vec::new();
-    for host in doc.descendants().filter(|n| n.has_tag_name("host")) {
-        let prop = |id: &str| {
-            host.children()
-                .filter(|c| c.has_tag_name("prop"))
-                .find(|c| c.attribute("id") == Some(id))
-                .and_then(|c| c.attribute("value"))
+    for h in hosts {
+        let master = match h.role.as_deref() {
+            Some("master") => true,
+            _ => !has_master_role && h.id == MASTER_HOST,
         };
-        if prop("role") == Some("master") {
+        if master || h.role.as_deref() == Some("storage") {
             continue;
         }
-        let id = host.attribute("id").unwrap_or("host");
-        let name: String = id
-            .split('.')
-            .next()
-            .unwrap_or(id)
-            .to_ascii_lowercase()
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        let cores = prop("core").or(host.attribute("core")).unwrap_or("1");
+        let mut labels = std::collections::BTreeMap::new();
+        if let Some(speed) = h.speed {
+            labels.insert(SPEED_LABEL.to_string(), format!("{speed:.0}"));
+        }
         groups.push(NodeGroup {
-            name,
+            name: node_name(&h.id),
             count: 1,
-            cpu: cores.to_string(),
-            memory: prop("memory").unwrap_or("4Gi").to_string(),
+            cpu: h.cores,
+            memory: h.memory,
             pods: 110,
-            labels: Default::default(),
+            labels,
             taints: Vec::new(),
         });
     }
     check(&groups)?;
     Ok(groups)
+}
+
+/// What a `<host>` or `<cluster>` element says of one host.
+struct Host {
+    id: String,
+    role: Option<String>,
+    cores: String,
+    memory: String,
+    speed: Option<f64>,
+}
+
+impl Host {
+    fn of(el: roxmltree::Node, id: String) -> Host {
+        let prop = |name: &str| {
+            el.children()
+                .filter(|c| c.has_tag_name("prop"))
+                .find(|c| c.attribute("id") == Some(name))
+                .and_then(|c| c.attribute("value"))
+        };
+        Host {
+            id,
+            role: prop("role").map(String::from),
+            cores: prop("core")
+                .or(el.attribute("core"))
+                .unwrap_or("1")
+                .to_string(),
+            memory: prop("memory").unwrap_or("4Gi").to_string(),
+            speed: el.attribute("speed").and_then(speed_flops),
+        }
+    }
+}
+
+/// A Kubernetes node name from a SimGrid host id.
+fn node_name(id: &str) -> String {
+    id.split('.')
+        .next()
+        .unwrap_or(id)
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// A cluster's `radical`: `0-511`, or a comma list of numbers and ranges.
+fn radical_numbers(radical: &str) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for part in radical.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("cluster radical {radical:?} is not a list of numbers and ranges");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u64, u64) = (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                );
+                if b < a || b - a > 1_000_000 {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    Ok(out)
+}
+
+/// A SimGrid speed in flops per second: `1Gf`, `98.095Mf`, `1e9f`, or a
+/// comma list of power states, the first of which is used.
+pub fn speed_flops(s: &str) -> Option<f64> {
+    let first = s.split(',').next()?.trim();
+    let digits = first
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+')))
+        .unwrap_or(first.len());
+    // `E` may start an exponent or the exa unit (`1Ef`): the longest
+    // prefix that reads as a number is the number.
+    let (value, unit) = (1..=digits)
+        .rev()
+        .find_map(|i| Some((first[..i].parse::<f64>().ok()?, &first[i..])))?;
+    let scale = match unit.trim() {
+        "" | "f" | "flops" => 1.0,
+        "kf" | "kflops" => 1e3,
+        "Mf" | "Mflops" => 1e6,
+        "Gf" | "Gflops" => 1e9,
+        "Tf" | "Tflops" => 1e12,
+        "Pf" | "Pflops" => 1e15,
+        "Ef" | "Eflops" => 1e18,
+        "Zf" | "Zflops" => 1e21,
+        "Yf" | "Yflops" => 1e24,
+        _ => return None,
+    };
+    Some(value * scale).filter(|v| v.is_finite() && *v > 0.0)
 }
 
 /// `--nodes N --node-cpu C --node-memory M`.
@@ -151,6 +262,19 @@ pub fn uniform(count: u32, cpu: &str, memory: &str) -> Result<Vec<NodeGroup>, St
     }];
     check(&g)?;
     Ok(g)
+}
+
+/// The speed every node carries in its [`SPEED_LABEL`], when they all
+/// carry the same one.
+pub fn common_speed(nodes: &[Value]) -> Option<f64> {
+    let mut speeds = nodes.iter().map(|n| {
+        n.pointer("/metadata/labels")
+            .and_then(|l| l.get(SPEED_LABEL))
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<f64>().ok())
+    });
+    let first = speeds.next()??;
+    speeds.all(|s| s == Some(first)).then_some(first)
 }
 
 pub fn nodes(groups: &[NodeGroup]) -> Vec<Value> {
@@ -198,5 +322,40 @@ mod tests {
         );
         assert!(from_platform_xml("<platform/>").is_err());
         assert!(from_platform_xml("not xml").is_err());
+    }
+
+    #[test]
+    fn clusters_master_host_storage_and_blank_lines() {
+        let xml = r#"
+<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "http://simgrid.gforge.inria.fr/simgrid/simgrid.dtd">
+<platform version="4.1"><zone id="AS0" routing="Full">
+  <!-- a comment -->
+  <cluster id="A" prefix="a" suffix=".x" radical="0-2,5" speed="1Gf" core="4" bw="1GBps" lat="5us"/>
+  <cluster id="M" prefix="m" suffix="" radical="0-0" speed="1Gf" bw="1GBps" lat="5us"><prop id="role" value="master"/></cluster>
+  <host id="master_host" speed="98.095Mf"/>
+  <host id="pfs" speed="1Gf"><prop id="role" value="storage"/></host>
+  <zone id="inner" routing="Full"><host id="Jupiter" speed="76.296Mf, 10Mf"/></zone>
+</zone></platform>"#;
+        let g = from_platform_xml(xml).unwrap();
+        let names: Vec<&str> = g.iter().map(|g| g.name.as_str()).collect();
+        // A host with role master exists, so master_host computes.
+        assert_eq!(names, ["a0", "a1", "a2", "a5", "master-host", "jupiter"]);
+        assert_eq!(g[0].cpu, "4");
+        assert_eq!(g[0].labels[SPEED_LABEL], "1000000000");
+        assert_eq!(g[5].labels[SPEED_LABEL], "76296000");
+        let plain = r#"<platform version="4.1"><zone id="z" routing="Full">
+            <host id="master_host" speed="1Gf"/><host id="h" speed="1Gf"/></zone></platform>"#;
+        let names: Vec<String> = from_platform_xml(plain)
+            .unwrap()
+            .into_iter()
+            .map(|g| g.name)
+            .collect();
+        assert_eq!(names, ["h"]);
+        assert_eq!(speed_flops("98.095Mf"), Some(98_095_000.0));
+        assert_eq!(speed_flops("1e9f"), Some(1e9));
+        assert_eq!(speed_flops("2Ef"), Some(2e18));
+        assert_eq!(speed_flops("fast"), None);
+        assert!(radical_numbers("3-1").is_err());
     }
 }

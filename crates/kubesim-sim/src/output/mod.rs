@@ -13,13 +13,13 @@ use std::path::Path;
 use crate::engine::Run;
 
 /// Writes every output into `dir` (created if missing).
-pub fn write_all(dir: &Path, run: &Run, wall_seconds: f64) -> std::io::Result<()> {
+pub fn write_all(dir: &Path, run: &Run) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let summary = summary::Summary::of(run);
     std::fs::write(dir.join("jobs.csv"), jobs_csv::render(run))?;
     std::fs::write(
         dir.join("schedule.csv"),
-        schedule_csv::render(run, &summary, wall_seconds),
+        schedule_csv::render(run, &summary),
     )?;
     std::fs::write(dir.join("gantt.svg"), svg::gantt(run))?;
     std::fs::write(dir.join("report.html"), report::render(run, &summary))?;

@@ -1,7 +1,23 @@
 //! Batsim JSON workloads: v4 profiles (`delay`, with Batkube's `cpu`,
-//! `memory` and `scheduler` extensions) and v5 (`DelayProfile`). Only
-//! delay profiles can run here: the others model computation and
-//! communication on a SimGrid platform, which pods do not.
+//! `memory` and `scheduler` extensions) and v5 (`DelayProfile`).
+//!
+//! A job runs as a pod for its profile's run time:
+//! - a delay runs for its delay;
+//! - a sequence (`composed`, `SequentialCompositionProfile`) runs its
+//!   profiles one after the other, `repeat` times;
+//! - a parallel task without communication (`parallel`,
+//!   `parallel_homogeneous`, `parallel_homogeneous_total` and Batsim 5's
+//!   `ParallelTask*Profile`) runs for its largest per-host amount of work
+//!   over the hosts' speed, which must be the same for every compute host
+//!   of the platform (`ReadOptions::host_speed`): SimGrid's model for
+//!   computation alone on identical hosts.
+//!
+//! Anything else (communication, which needs SimGrid's network model, or
+//! MPI traces) is counted by type and skipped, never run with a guess.
+//!
+//! A job's pod requests its profile's `cpu` and `memory` when the profile
+//! is a delay carrying them (Batkube's extension); otherwise `res` times
+//! the cpu per resource, and the memory per job.
 
 use std::collections::BTreeMap;
 
@@ -54,26 +70,32 @@ pub fn read(
             .profiles
             .get(&j.profile)
             .ok_or_else(|| format!("job {id}: no profile {:?}", j.profile))?;
-        let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
-        if !matches!(kind, "delay" | "DelayProfile") {
-            *skipped.unsupported.entry(kind.to_string()).or_default() += 1;
-            continue;
-        }
-        let delay = p
-            .get("delay")
-            .and_then(Value::as_f64)
-            .ok_or_else(|| format!("job {id}: profile {:?} has no delay", j.profile))?;
+        let delay = match run_time(&f.profiles, &j.profile, j.res, opts.host_speed, 0) {
+            Ok(t) => t,
+            Err(Timing::Unsupported(kind)) => {
+                *skipped.unsupported.entry(kind).or_default() += 1;
+                continue;
+            }
+            Err(Timing::Broken(why)) => return Err(format!("job {id}: {why}")),
+        };
         if !(j.subtime.is_finite() && j.subtime >= 0.0 && delay.is_finite() && delay >= 0.0) {
             return Err(format!("job {id}: times must be finite and not negative"));
         }
         if j.walltime.is_some_and(|w| !w.is_finite() || w < 0.0) {
             return Err(format!("job {id}: bad walltime"));
         }
-        let cpu = match p.get("cpu") {
+        // Batkube's `cpu` and `memory` size the pod of a delay profile; in
+        // the other types `cpu` is work in flops, not a request.
+        let batkube_sized = matches!(
+            p.get("type").and_then(Value::as_str),
+            Some("delay" | "DelayProfile")
+        );
+        let sized = |key: &str| p.get(key).filter(|_| batkube_sized);
+        let cpu = match sized("cpu") {
             Some(v) => cpu_millis(v).map_err(|e| format!("job {id}: cpu: {e}"))?,
             None => opts.cpu_per_resource_millis.saturating_mul(j.res as u64),
         };
-        let memory = match p.get("memory") {
+        let memory = match sized("memory") {
             Some(v) => memory_bytes(v).map_err(|e| format!("job {id}: memory: {e}"))?,
             None => opts.memory_per_job_bytes,
         };
@@ -92,6 +114,108 @@ pub fn read(
         });
     }
     Ok((jobs, skipped))
+}
+
+/// Why a profile has no run time here.
+enum Timing {
+    /// Its type (and what makes it unsupported) cannot be run as a pod.
+    Unsupported(String),
+    /// It is not a valid profile.
+    Broken(String),
+}
+
+/// Nested sequences deeper than this are refused (a loop of names).
+const MAX_NESTING: usize = 16;
+
+/// The run time of profile `name` for a job on `res` hosts of `speed`
+/// flops per second.
+fn run_time(
+    profiles: &BTreeMap<String, Value>,
+    name: &str,
+    res: u32,
+    speed: Option<f64>,
+    depth: usize,
+) -> Result<f64, Timing> {
+    if depth > MAX_NESTING {
+        return Err(Timing::Broken(format!(
+            "profile {name:?} nests sequences deeper than {MAX_NESTING}"
+        )));
+    }
+    let p = profiles
+        .get(name)
+        .ok_or_else(|| Timing::Broken(format!("no profile {name:?}")))?;
+    let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
+    let num = |key: &str| p.get(key).and_then(Value::as_f64);
+    let nums = |key: &str| -> Option<Vec<f64>> {
+        match p.get(key) {
+            None => Some(Vec::new()),
+            Some(Value::Array(a)) => a.iter().map(Value::as_f64).collect(),
+            Some(v) => v.as_f64().map(|x| vec![x]),
+        }
+    };
+    let no_communication = |kind: &str| -> Result<(), Timing> {
+        match nums("com") {
+            Some(c) if c.iter().all(|x| *x == 0.0) => Ok(()),
+            Some(_) => Err(Timing::Unsupported(format!("{kind} (with communication)"))),
+            None => Err(Timing::Broken(format!(
+                "profile {name:?}: com is not numbers"
+            ))),
+        }
+    };
+    let over_speed = |kind: &str, flops: f64| -> Result<f64, Timing> {
+        match speed {
+            Some(s) => Ok(flops / s),
+            None => Err(Timing::Unsupported(format!(
+                "{kind} (needs a platform whose compute hosts share one speed)"
+            ))),
+        }
+    };
+    let t = match kind {
+        "delay" | "DelayProfile" => {
+            num("delay").ok_or_else(|| Timing::Broken(format!("profile {name:?} has no delay")))?
+        }
+        "composed" | "sequence" | "SequentialCompositionProfile" => {
+            let repeat = p
+                .get("repeat")
+                .map_or(Some(1), Value::as_u64)
+                .ok_or_else(|| {
+                    Timing::Broken(format!("profile {name:?}: repeat is not a count"))
+                })?;
+            let seq = p
+                .get("seq")
+                .and_then(Value::as_array)
+                .ok_or_else(|| Timing::Broken(format!("profile {name:?} has no seq")))?;
+            let mut one = 0.0;
+            for sub in seq {
+                let sub = sub.as_str().ok_or_else(|| {
+                    Timing::Broken(format!("profile {name:?}: seq holds a non-name"))
+                })?;
+                one += run_time(profiles, sub, res, speed, depth + 1)?;
+            }
+            one * repeat as f64
+        }
+        "parallel_homogeneous" | "msg_par_hg" | "ParallelTaskHomogeneousProfile" => {
+            no_communication(kind)?;
+            over_speed(kind, num("cpu").unwrap_or(0.0))?
+        }
+        "parallel_homogeneous_total" | "msg_par_hg_tot" | "ParallelTaskHomogeneousTotalProfile" => {
+            no_communication(kind)?;
+            over_speed(kind, num("cpu").unwrap_or(0.0) / f64::from(res.max(1)))?
+        }
+        "parallel" | "msg_par" | "ParallelTaskProfile" => {
+            no_communication(kind)?;
+            let cpu = nums("cpu")
+                .ok_or_else(|| Timing::Broken(format!("profile {name:?}: cpu is not numbers")))?;
+            over_speed(kind, cpu.iter().copied().fold(0.0, f64::max))?
+        }
+        other => return Err(Timing::Unsupported(other.to_string())),
+    };
+    if !t.is_finite() || t < 0.0 {
+        return Err(Timing::Broken(format!(
+            "profile {name:?}: times must be finite and not negative"
+        )));
+    }
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -137,7 +261,21 @@ mod tests {
                                   "d": {"type": "delay", "delay": 1}}}"#;
         let (jobs, skipped) = read(par, "w0", &ReadOptions::default()).unwrap();
         assert_eq!(jobs.len(), 1);
-        assert_eq!(skipped.unsupported.get("ParallelTaskProfile"), Some(&1));
+        assert_eq!(
+            skipped
+                .unsupported
+                .get("ParallelTaskProfile (with communication)"),
+            Some(&1)
+        );
+        let msg = r#"{"jobs": [{"id": 0, "subtime": 0, "res": 1, "profile": "m"}],
+                     "profiles": {"m": {"type": "smpi", "trace": "x"}}}"#;
+        let (_, skipped) = read(msg, "w0", &ReadOptions::default()).unwrap();
+        assert_eq!(skipped.unsupported.get("smpi"), Some(&1));
+        let looped = r#"{"jobs": [{"id": 0, "subtime": 0, "res": 1, "profile": "a"}],
+                     "profiles": {"a": {"type": "composed", "seq": ["a"]}}}"#;
+        assert!(read(looped, "w0", &ReadOptions::default())
+            .unwrap_err()
+            .contains("nests sequences"));
         let missing =
             r#"{"jobs": [{"id": 0, "subtime": 0, "res": 1, "profile": "x"}], "profiles": {}}"#;
         assert!(read(missing, "w0", &ReadOptions::default())

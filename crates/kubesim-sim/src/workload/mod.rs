@@ -22,6 +22,10 @@ pub struct ReadOptions {
     /// Memory per job when the workload gives none (0: no request).
     pub memory_per_job_bytes: u64,
     pub swf: SwfOptions,
+    /// The speed, in flops per second, that every compute host of the
+    /// platform shares, if they share one: parallel-task profiles run for
+    /// their work over it.
+    pub host_speed: Option<f64>,
 }
 
 impl Default for ReadOptions {
@@ -30,6 +34,7 @@ impl Default for ReadOptions {
             cpu_per_resource_millis: 1000,
             memory_per_job_bytes: 0,
             swf: SwfOptions::default(),
+            host_speed: None,
         }
     }
 }

@@ -39,6 +39,8 @@ pub fn read(
     let mut jobs = Vec::new();
     let mut skipped = Skipped::default();
     let mut max_procs: Option<f64> = None;
+    // The SWF definition: MaxNodes stands in when MaxProcs is absent.
+    let mut max_nodes: Option<f64> = None;
     let mut first_submit: Option<f64> = None;
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -47,8 +49,10 @@ pub fn read(
         }
         if let Some(h) = line.strip_prefix(';') {
             if let Some((k, v)) = h.split_once(':') {
-                if k.trim() == "MaxProcs" {
-                    max_procs = v.trim().parse().ok();
+                match k.trim() {
+                    "MaxProcs" => max_procs = v.trim().parse().ok(),
+                    "MaxNodes" => max_nodes = v.trim().parse().ok(),
+                    _ => {}
                 }
             }
             continue;
@@ -73,7 +77,8 @@ pub fn read(
             continue;
         };
         let mut procs = procs;
-        if let (Some(to), Some(max)) = (opts.swf.normalise_to, max_procs.filter(|m| *m > 0.0)) {
+        let max = max_procs.or(max_nodes).filter(|m| *m > 0.0);
+        if let (Some(to), Some(max)) = (opts.swf.normalise_to, max) {
             procs = (procs * to as f64 / max).max(procs.min(1.0));
         }
         if let Some(cap) = opts.swf.max_procs {
@@ -141,6 +146,19 @@ mod tests {
         assert_eq!(jobs[1].cpu_millis, 5000);
         // 4 of 100 becomes 0.4 of 10, kept at least one whole processor.
         assert_eq!(jobs[0].cpu_millis, 1000);
+    }
+
+    #[test]
+    fn max_nodes_stands_in_for_max_procs() {
+        let trace = TRACE.replace("; MaxProcs: 100", "; MaxNodes: 100");
+        let mut o = ReadOptions::default();
+        o.swf.normalise_to = Some(10);
+        let (jobs, _) = read(&trace, "w0", &o).unwrap();
+        assert_eq!(jobs[1].cpu_millis, 5000);
+        // MaxProcs wins when both are given.
+        let both = TRACE.replace("; MaxProcs: 100", "; MaxNodes: 25\n; MaxProcs: 100");
+        let (jobs, _) = read(&both, "w0", &o).unwrap();
+        assert_eq!(jobs[1].cpu_millis, 5000);
     }
 
     #[test]

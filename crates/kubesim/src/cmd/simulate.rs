@@ -92,7 +92,9 @@ fn read_cluster(args: &SimulateArgs) -> anyhow::Result<Vec<serde_json::Value>> {
     Ok(cluster::nodes(&groups))
 }
 
-fn read_jobs(args: &SimulateArgs) -> anyhow::Result<Vec<SimJob>> {
+/// The jobs of every workload; `host_speed` is the speed the platform's
+/// compute hosts share, if any (parallel tasks run for work over it).
+fn read_jobs(args: &SimulateArgs, host_speed: Option<f64>) -> anyhow::Result<Vec<SimJob>> {
     let cpu = workload::cpu_millis(&serde_json::Value::String(args.cpu_per_resource.clone()))
         .map_err(|e| anyhow::anyhow!("bad --cpu-per-resource: {e}"))?;
     let opts = ReadOptions {
@@ -101,6 +103,7 @@ fn read_jobs(args: &SimulateArgs) -> anyhow::Result<Vec<SimJob>> {
             max_procs: args.swf_max_procs,
             normalise_to: args.swf_normalise,
         },
+        host_speed,
         ..Default::default()
     };
     let mut jobs = Vec::new();
@@ -116,7 +119,7 @@ fn read_jobs(args: &SimulateArgs) -> anyhow::Result<Vec<SimJob>> {
         }
         for (kind, n) in &skipped.unsupported {
             eprintln!(
-                "{}: skipped {n} jobs of profile type {kind}: only delay profiles run as pods",
+                "{}: skipped {n} jobs of profile type {kind}: it cannot run as a pod",
                 path.display()
             );
         }
@@ -171,7 +174,7 @@ fn read_stages(paths: &[PathBuf]) -> anyhow::Result<Option<Vec<serde_json::Value
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let nodes = read_cluster(&args)?;
-    let jobs = read_jobs(&args)?;
+    let jobs = read_jobs(&args, cluster::common_speed(&nodes))?;
     let scheduler = match &args.scheduler_config {
         Some(p) => kubesim_scheduler::SchedulerConfig::from_file(p)
             .map_err(|e| anyhow::anyhow!("bad --scheduler-config: {e}"))?,
@@ -206,7 +209,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let t0 = wall.instant();
     let run = simulate(setup, jobs)?;
     let wall_seconds = (wall.instant() - t0).as_secs_f64();
-    output::write_all(&args.out, &run, wall_seconds)
+    output::write_all(&args.out, &run)
         .with_context(|| format!("cannot write results to {}", args.out.display()))?;
     let s = output::summary::Summary::of(&run);
     println!(

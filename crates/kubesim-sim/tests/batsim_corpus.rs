@@ -1,0 +1,88 @@
+//! Batsim's own platforms and profile-type workloads: hosts found as
+//! Batsim finds them, and every job that runs as a pod given the run time
+//! Batsim's tests expect of it (`expected_execution_time`).
+
+use std::path::PathBuf;
+
+use kubesim_sim::cluster;
+use kubesim_sim::workload::{read_file, ReadOptions};
+use serde_json::Value;
+
+fn batsim(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/workloads/batsim")
+        .join(rel)
+}
+
+fn platform(name: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(batsim(&format!("platforms/{name}"))).unwrap();
+    cluster::nodes(&cluster::from_platform_xml(&text).unwrap())
+}
+
+#[test]
+fn platforms_give_their_compute_hosts() {
+    let big = platform("cluster512.xml");
+    assert_eq!(big.len(), 512, "the master cluster is not a compute node");
+    assert_eq!(big[0]["metadata"]["name"], "a0");
+    assert_eq!(cluster::common_speed(&big), Some(1e9));
+    let small = platform("small_platform.xml");
+    let names: Vec<&str> = small
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["jupiter", "fafard", "ginette", "bourassa"]);
+    assert_eq!(cluster::common_speed(&small), None, "two speeds");
+    assert!(!platform("graphene.xml").is_empty());
+}
+
+#[test]
+fn run_times_are_the_ones_batsim_expects() {
+    let opts = ReadOptions {
+        host_speed: Some(1e9),
+        ..Default::default()
+    };
+    let mut checked = 0;
+    for file in [
+        "test_compo_sequence_delay.json",
+        "test_compo_sequence_ptaskcomp.json",
+        "test_homo_ptasks.json",
+        "test_ptasks.json",
+        "test_various_profile_types.json",
+    ] {
+        let text = std::fs::read_to_string(batsim(file)).unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        let (jobs, skipped) = read_file(&batsim(file), "w0", &opts).unwrap();
+        for j in &jobs {
+            let Some(want) = doc["profiles"][&j.profile]["expected_execution_time"].as_f64() else {
+                continue;
+            };
+            assert!(
+                (j.run_time - want).abs() < 1e-9,
+                "{file} job {}: {} s, Batsim expects {want} s",
+                j.id,
+                j.run_time
+            );
+            checked += 1;
+        }
+        // What is skipped is said by type, with why.
+        for kind in skipped.unsupported.keys() {
+            assert!(
+                kind.contains("communication") || !kind.contains("ParallelTask"),
+                "{file}: {kind}"
+            );
+        }
+    }
+    assert!(checked >= 40, "only {checked} jobs had an expected time");
+    // Without a shared speed, parallel tasks are skipped, and say why.
+    let (jobs, skipped) = read_file(
+        &batsim("test_homo_ptasks.json"),
+        "w0",
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    assert!(jobs.is_empty());
+    assert!(skipped
+        .unsupported
+        .keys()
+        .any(|k| k.contains("needs a platform whose compute hosts share one speed")));
+}
