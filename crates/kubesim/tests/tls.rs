@@ -218,3 +218,21 @@ fn issued_tokens_survive_a_restart() {
     );
     drop(server);
 }
+
+#[test]
+fn plain_http_beyond_loopback_is_refused() {
+    let dir = std::env::temp_dir().join(format!("kubesim-plain-{}", free_port()));
+    let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
+        .args(["up", "--ephemeral", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(&dir)
+        .output()
+        .expect("run kubesim");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!o.status.success(), "plain HTTP on 0.0.0.0 was served");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one clear line: {err}");
+    assert!(
+        err.contains("not a loopback address") && err.contains("--tls"),
+        "{err}"
+    );
+}

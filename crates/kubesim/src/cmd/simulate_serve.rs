@@ -78,6 +78,8 @@ impl ServeArgs {
         let listen = self
             .listen
             .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("a valid constant address"));
+        // --serve speaks plain HTTP only.
+        super::up::check_plain_listen(listen, "--listen")?;
         let listener = std::net::TcpListener::bind(listen)
             .with_context(|| format!("cannot listen on {listen}"))?;
         let url = format!("http://{}", listener.local_addr()?);

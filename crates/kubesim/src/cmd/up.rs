@@ -145,7 +145,22 @@ fn kubeconfig_with(server_url: &str, cluster_extra: &str, user: &str) -> String 
     )
 }
 
+/// Plain HTTP has no authentication: it is served on loopback only, where
+/// it acts as the admin of the cluster.
+pub fn check_plain_listen(listen: SocketAddr, flag: &str) -> anyhow::Result<()> {
+    if !listen.ip().is_loopback() {
+        anyhow::bail!(
+            "{flag} {listen} is not a loopback address, and plain HTTP would serve the whole API \
+             to every host that reaches it with no authentication; add --tls, or listen on 127.0.0.1"
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: UpArgs) -> anyhow::Result<()> {
+    if !args.tls {
+        check_plain_listen(args.listen, "--listen")?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
