@@ -63,6 +63,11 @@ enum Command {
     ///
     /// Example: kubesim load --config testing/load/config.yaml --nodes 100 --report-dir ./report
     Load(cmd::load::LoadArgs),
+    /// Make workloads: synthetic Batsim JSON for what-if studies and
+    /// benchmarks.
+    ///
+    /// Example: kubesim workload synth --jobs 10000 --load 0.8 --seed 1 --out w.json
+    Workload(cmd::workload::WorkloadArgs),
 }
 
 fn main() {
@@ -79,6 +84,7 @@ fn main() {
         Command::Scenario(a) => cmd::scenario::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Load(a) => cmd::load::run(a),
+        Command::Workload(a) => cmd::workload::run(a),
     };
     if let Err(e) = result {
         eprintln!("kubesim: {e:#}");

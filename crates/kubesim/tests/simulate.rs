@@ -169,3 +169,82 @@ fn bad_inputs_get_one_clear_line() {
     let err = simulate_fails(&["--workload", wl]);
     assert!(err.contains("--cluster FILE or --nodes N"), "{err}");
 }
+
+fn synth(args: &[&str], out: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
+        .args(["workload", "synth"])
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "kubesim workload synth failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn synthetic_workloads_are_deterministic_end_to_end() {
+    // Two members of the family: light load of short narrow jobs, and a
+    // saturating burst of long wide ones, each made and run twice.
+    let members: [&[&str]; 2] = [
+        &[
+            "--jobs",
+            "150",
+            "--load",
+            "0.3",
+            "--run-time",
+            "uniform:10,120",
+            "--size",
+            "fixed:1",
+        ],
+        &[
+            "--jobs",
+            "150",
+            "--arrival",
+            "burst",
+            "--run-time",
+            "lognormal:3600,1",
+            "--size",
+            "pow2:1,8",
+        ],
+    ];
+    for (i, member) in members.iter().enumerate() {
+        let cluster = ["--nodes", "10", "--node-cpu", "8"];
+        let dir = out_dir(&format!("synth{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (wa, wb) = (dir.join("a.json"), dir.join("b.json"));
+        let mut args: Vec<&str> = member.to_vec();
+        args.extend(cluster);
+        args.extend(["--seed", "5"]);
+        synth(&args, &wa);
+        synth(&args, &wb);
+        assert_eq!(std::fs::read(&wa).unwrap(), std::fs::read(&wb).unwrap());
+        let run = [
+            "--workload",
+            wa.to_str().unwrap(),
+            "--nodes",
+            "10",
+            "--node-cpu",
+            "8",
+            "--node-memory",
+            "32Gi",
+        ];
+        let (a, b) = (dir.join("out-a"), dir.join("out-b"));
+        simulate(&run, &a);
+        simulate(&run, &b);
+        for f in ["jobs.csv", "schedule.csv", "gantt.svg", "report.html"] {
+            assert_eq!(
+                std::fs::read(a.join(f)).unwrap(),
+                std::fs::read(b.join(f)).unwrap(),
+                "member {i}: {f} differs between runs"
+            );
+        }
+        let s = schedule(&a);
+        let finished = s.iter().find(|(k, _)| k == "nb_jobs_finished").unwrap();
+        assert_eq!(finished.1, "150", "member {i}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -4,6 +4,7 @@
 pub mod batsim;
 pub mod manifests;
 pub mod swf;
+pub mod synth;
 
 use std::io::Read;
 use std::path::Path;

@@ -12,3 +12,4 @@ pub mod scenario;
 pub mod simulate;
 pub mod simulate_serve;
 pub mod up;
+pub mod workload;
