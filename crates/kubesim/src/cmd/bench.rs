@@ -51,6 +51,12 @@ pub struct BenchArgs {
     /// are `--jobs` jobs; SWF processors are capped at a node's 16 cpus.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+    /// `simulate`: run every member of the synthetic benchmark family
+    /// (`kubesim workload synth` workloads: light and saturated load,
+    /// short and long jobs, narrow and wide pods, 1,000 and 10,000 nodes)
+    /// with `--jobs` jobs each, and print a table.
+    #[arg(long)]
+    pub family: bool,
     /// `simulate`: terminated pods kept before the pod garbage collector
     /// deletes the oldest (0 keeps them all).
     #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]
@@ -73,6 +79,7 @@ pub struct BenchArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    println!("{}", super::machine::describe());
     match args.what.as_str() {
         "api" => {
             let rt = tokio::runtime::Builder::new_multi_thread()

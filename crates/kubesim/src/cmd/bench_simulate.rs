@@ -4,6 +4,7 @@
 
 use kubesim_runtime::{Clock, Rng};
 use kubesim_sim::engine::{simulate, Setup, SimJob};
+use kubesim_sim::workload::synth::{self, Arrival, Dist, Rate};
 use kubesim_sim::workload::{self, ReadOptions, SwfOptions};
 use kubesim_sim::{cluster, output::summary::Summary};
 
@@ -64,7 +65,119 @@ fn repeated(file: &std::path::Path, n: usize) -> anyhow::Result<Vec<SimJob>> {
         .collect())
 }
 
+/// One member of the benchmark family: a synthetic workload and the
+/// cluster it is offered to.
+struct Member {
+    name: &'static str,
+    nodes: u32,
+    node_cpu: u32,
+    opts: synth::Options,
+}
+
+/// The family: each member changes one thing from the base (Poisson
+/// arrivals at 80 % load, log-normal run times around 10 minutes, 1–8
+/// cores, 1,000 nodes of 32 cores).
+fn family(jobs: usize) -> Vec<Member> {
+    let base = synth::Options {
+        jobs,
+        arrival: Arrival::Poisson,
+        rate: Rate::Load {
+            factor: 0.8,
+            cluster_cores: 32_000.0,
+        },
+        run_time: Dist::LogNormal {
+            median: 600.0,
+            sigma: 1.5,
+        },
+        run_time_bounds: (10.0, 21_600.0),
+        size: Dist::Uniform(1.0, 8.0),
+        seed: 1,
+    };
+    let with = |name, f: &dyn Fn(&mut synth::Options)| {
+        let mut opts = base.clone();
+        f(&mut opts);
+        Member {
+            name,
+            nodes: 1000,
+            node_cpu: 32,
+            opts,
+        }
+    };
+    let mut big = with("10,000 nodes", &|o| {
+        o.rate = Rate::Load {
+            factor: 0.8,
+            cluster_cores: 320_000.0,
+        }
+    });
+    big.nodes = 10_000;
+    vec![
+        with("base", &|_| {}),
+        with("light load (20 %)", &|o| {
+            o.rate = Rate::Load {
+                factor: 0.2,
+                cluster_cores: 32_000.0,
+            }
+        }),
+        with("saturated (150 %)", &|o| {
+            o.rate = Rate::Load {
+                factor: 1.5,
+                cluster_cores: 32_000.0,
+            }
+        }),
+        with("short jobs (10-60 s)", &|o| {
+            o.run_time = Dist::Uniform(10.0, 60.0)
+        }),
+        with("long jobs (median 3 h)", &|o| {
+            o.run_time = Dist::LogNormal {
+                median: 10_800.0,
+                sigma: 0.5,
+            }
+        }),
+        with("narrow pods (1 core)", &|o| o.size = Dist::Fixed(1.0)),
+        with("wide pods (16-32 cores)", &|o| {
+            o.size = Dist::Pow2(16.0, 32.0)
+        }),
+        big,
+    ]
+}
+
+fn run_family(args: &BenchArgs) -> anyhow::Result<()> {
+    println!("simulate --family: {} jobs per member", args.jobs);
+    println!("| member | nodes | wall s | CPU s | µs per job | simulated days | utilisation |");
+    println!("|---|---|---|---|---|---|---|");
+    for m in family(args.jobs) {
+        let w = synth::generate(&m.opts).map_err(|e| anyhow::anyhow!(e))?;
+        let (jobs, _) = workload::batsim::read(&w.to_string(), "w0", &ReadOptions::default())
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let nodes = cluster::nodes(
+            &cluster::uniform(m.nodes, &m.node_cpu.to_string(), "256Gi")
+                .map_err(|e| anyhow::anyhow!(e))?,
+        );
+        let mut setup = Setup::new(nodes);
+        setup.terminated_pod_gc_threshold = args.terminated_pod_gc_threshold;
+        let wall = Clock::wall();
+        let (t0, cpu0) = (wall.instant(), cpu_seconds("self"));
+        let run = simulate(setup, jobs)?;
+        let secs = (wall.instant() - t0).as_secs_f64();
+        let cpu = cpu_seconds("self") - cpu0;
+        let s = Summary::of(&run);
+        println!(
+            "| {} | {} | {secs:.2} | {cpu:.1} | {:.0} | {:.1} | {:.1} % |",
+            m.name,
+            m.nodes,
+            secs * 1e6 / args.jobs.max(1) as f64,
+            run.simulated / 86400.0,
+            s.utilisation * 100.0
+        );
+    }
+    println!("peak RSS {} MiB", status_kib("self", "VmHWM:") / 1024);
+    Ok(())
+}
+
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    if args.family {
+        return run_family(args);
+    }
     let jobs = match &args.trace {
         Some(file) => repeated(file, args.jobs)?,
         None => trace(args.jobs, &Rng::seeded(7)),

@@ -7,6 +7,7 @@ pub mod bench_load;
 pub mod bench_scheduler;
 pub mod bench_simulate;
 pub mod load;
+pub mod machine;
 pub mod pki;
 pub mod scenario;
 pub mod simulate;
