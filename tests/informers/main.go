@@ -139,42 +139,58 @@ func main() {
 	}
 
 	// Typed, whether or not discovery lists them: the informers that
-	// kube-scheduler starts and the main ones of kube-controller-manager.
+	// kube-scheduler starts (its default plugins, DRA included), then those
+	// of kube-controller-manager's default controllers.
 	f := informers.NewSharedInformerFactory(typed, 0)
-	for name, inf := range map[string]cache.SharedIndexInformer{
-		"pods.v1":                                           f.Core().V1().Pods().Informer(),
-		"nodes.v1":                                          f.Core().V1().Nodes().Informer(),
-		"namespaces.v1":                                     f.Core().V1().Namespaces().Informer(),
-		"persistentvolumes.v1":                              f.Core().V1().PersistentVolumes().Informer(),
-		"persistentvolumeclaims.v1":                         f.Core().V1().PersistentVolumeClaims().Informer(),
-		"services.v1":                                       f.Core().V1().Services().Informer(),
-		"replicationcontrollers.v1":                         f.Core().V1().ReplicationControllers().Informer(),
-		"replicasets.v1.apps":                               f.Apps().V1().ReplicaSets().Informer(),
-		"statefulsets.v1.apps":                              f.Apps().V1().StatefulSets().Informer(),
-		"poddisruptionbudgets.v1.policy":                    f.Policy().V1().PodDisruptionBudgets().Informer(),
-		"storageclasses.v1.storage.k8s.io":                  f.Storage().V1().StorageClasses().Informer(),
-		"csinodes.v1.storage.k8s.io":                        f.Storage().V1().CSINodes().Informer(),
-		"csidrivers.v1.storage.k8s.io":                      f.Storage().V1().CSIDrivers().Informer(),
-		"csistoragecapacities.v1.storage.k8s.io":            f.Storage().V1().CSIStorageCapacities().Informer(),
-		"volumeattachments.v1.storage.k8s.io":               f.Storage().V1().VolumeAttachments().Informer(),
-		"resourceclaims.v1.resource.k8s.io":                 f.Resource().V1().ResourceClaims().Informer(),
-		"resourceslices.v1.resource.k8s.io":                 f.Resource().V1().ResourceSlices().Informer(),
-		"deviceclasses.v1.resource.k8s.io":                  f.Resource().V1().DeviceClasses().Informer(),
-		"priorityclasses.v1.scheduling.k8s.io":              f.Scheduling().V1().PriorityClasses().Informer(),
-		"leases.v1.coordination.k8s.io":                     f.Coordination().V1().Leases().Informer(),
-		"events.v1.events.k8s.io":                           f.Events().V1().Events().Informer(),
-		"endpointslices.v1.discovery.k8s.io":                f.Discovery().V1().EndpointSlices().Informer(),
-		"serviceaccounts.v1":                                f.Core().V1().ServiceAccounts().Informer(),
-		"configmaps.v1":                                     f.Core().V1().ConfigMaps().Informer(),
-		"daemonsets.v1.apps":                                f.Apps().V1().DaemonSets().Informer(),
-		"deployments.v1.apps":                               f.Apps().V1().Deployments().Informer(),
-		"controllerrevisions.v1.apps":                       f.Apps().V1().ControllerRevisions().Informer(),
-		"jobs.v1.batch":                                     f.Batch().V1().Jobs().Informer(),
-		"cronjobs.v1.batch":                                 f.Batch().V1().CronJobs().Informer(),
-		"horizontalpodautoscalers.v2.autoscaling":           f.Autoscaling().V2().HorizontalPodAutoscalers().Informer(),
-		"certificatesigningrequests.v1.certificates.k8s.io": f.Certificates().V1().CertificateSigningRequests().Informer(),
+	for _, t := range []struct {
+		name     string
+		informer cache.SharedIndexInformer
+	}{
+		// kube-scheduler
+		{"pods.v1", f.Core().V1().Pods().Informer()},
+		{"nodes.v1", f.Core().V1().Nodes().Informer()},
+		{"namespaces.v1", f.Core().V1().Namespaces().Informer()},
+		{"persistentvolumes.v1", f.Core().V1().PersistentVolumes().Informer()},
+		{"persistentvolumeclaims.v1", f.Core().V1().PersistentVolumeClaims().Informer()},
+		{"services.v1", f.Core().V1().Services().Informer()},
+		{"replicationcontrollers.v1", f.Core().V1().ReplicationControllers().Informer()},
+		{"replicasets.v1.apps", f.Apps().V1().ReplicaSets().Informer()},
+		{"statefulsets.v1.apps", f.Apps().V1().StatefulSets().Informer()},
+		{"poddisruptionbudgets.v1.policy", f.Policy().V1().PodDisruptionBudgets().Informer()},
+		{"storageclasses.v1.storage.k8s.io", f.Storage().V1().StorageClasses().Informer()},
+		{"csinodes.v1.storage.k8s.io", f.Storage().V1().CSINodes().Informer()},
+		{"csidrivers.v1.storage.k8s.io", f.Storage().V1().CSIDrivers().Informer()},
+		{"csistoragecapacities.v1.storage.k8s.io", f.Storage().V1().CSIStorageCapacities().Informer()},
+		{"volumeattachments.v1.storage.k8s.io", f.Storage().V1().VolumeAttachments().Informer()},
+		{"volumeattributesclasses.v1.storage.k8s.io", f.Storage().V1().VolumeAttributesClasses().Informer()},
+		{"resourceclaims.v1.resource.k8s.io", f.Resource().V1().ResourceClaims().Informer()},
+		{"resourceslices.v1.resource.k8s.io", f.Resource().V1().ResourceSlices().Informer()},
+		{"deviceclasses.v1.resource.k8s.io", f.Resource().V1().DeviceClasses().Informer()},
+		// kube-controller-manager
+		{"resourceclaimtemplates.v1.resource.k8s.io", f.Resource().V1().ResourceClaimTemplates().Informer()},
+		{"deployments.v1.apps", f.Apps().V1().Deployments().Informer()},
+		{"daemonsets.v1.apps", f.Apps().V1().DaemonSets().Informer()},
+		{"controllerrevisions.v1.apps", f.Apps().V1().ControllerRevisions().Informer()},
+		{"jobs.v1.batch", f.Batch().V1().Jobs().Informer()},
+		{"cronjobs.v1.batch", f.Batch().V1().CronJobs().Informer()},
+		{"horizontalpodautoscalers.v2.autoscaling", f.Autoscaling().V2().HorizontalPodAutoscalers().Informer()},
+		{"endpoints.v1", f.Core().V1().Endpoints().Informer()},
+		{"endpointslices.v1.discovery.k8s.io", f.Discovery().V1().EndpointSlices().Informer()},
+		{"serviceaccounts.v1", f.Core().V1().ServiceAccounts().Informer()},
+		{"secrets.v1", f.Core().V1().Secrets().Informer()},
+		{"configmaps.v1", f.Core().V1().ConfigMaps().Informer()},
+		{"resourcequotas.v1", f.Core().V1().ResourceQuotas().Informer()},
+		{"podtemplates.v1", f.Core().V1().PodTemplates().Informer()},
+		{"leases.v1.coordination.k8s.io", f.Coordination().V1().Leases().Informer()},
+		{"clusterroles.v1.rbac.authorization.k8s.io", f.Rbac().V1().ClusterRoles().Informer()},
+		{"certificatesigningrequests.v1.certificates.k8s.io", f.Certificates().V1().CertificateSigningRequests().Informer()},
+		{"validatingadmissionpolicies.v1.admissionregistration.k8s.io", f.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer()},
+		{"servicecidrs.v1.networking.k8s.io", f.Networking().V1().ServiceCIDRs().Informer()},
+		{"ipaddresses.v1.networking.k8s.io", f.Networking().V1().IPAddresses().Informer()},
+		{"priorityclasses.v1.scheduling.k8s.io", f.Scheduling().V1().PriorityClasses().Informer()},
+		{"events.v1.events.k8s.io", f.Events().V1().Events().Informer()},
 	} {
-		add(name+" (typed)", inf)
+		add(t.name+" (typed)", t.informer)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
 
