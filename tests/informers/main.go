@@ -1,13 +1,18 @@
-// Command informer-check starts a client-go informer for every resource
-// that a Kubernetes API server says it serves with list and watch, plus the
-// typed informers that kube-scheduler starts, and reports each one that did
-// not sync.
+// Command informer-check starts client-go informers, dynamic and
+// metadata-only, for every resource that a Kubernetes API server says it
+// serves with list and watch, plus the typed informers that kube-scheduler
+// and kube-controller-manager start, and reports each one that did not
+// sync.
 //
-//	informer-check --kubeconfig FILE [--timeout 30s]
+//	informer-check --kubeconfig FILE [--timeout 30s] [--settle 15s]
 //
-// Exit status: 0 when every informer synced, 1 when some did not (each is
-// printed as "NOT SYNCED ..." with the last list or watch error seen), 2
-// when the check could not run at all.
+// After the sync it keeps watching for --settle, and reports each watch
+// that broke in that time (client-go logs those; the informer stays synced).
+//
+// Exit status: 0 when every informer synced and no watch broke, 1
+// otherwise (each problem is printed as "NOT SYNCED ..." with the last list
+// or watch error seen, or "WATCH BROKE: ..."), 2 when the check could not
+// run at all.
 package main
 
 import (
@@ -26,9 +31,12 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // watched is one informer under test and the last error its reflector met.
@@ -52,6 +60,40 @@ func (w *watched) err() error {
 	return w.lastErr
 }
 
+// logScan passes client-go's log on to stderr and keeps the lines that say
+// a watch broke: an informer that synced can still fail on the first event
+// it cannot decode, and says so only in its log.
+type logScan struct {
+	mu     sync.Mutex
+	broken map[string]bool
+}
+
+func (l *logScan) Write(p []byte) (int, error) {
+	os.Stderr.Write(p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range strings.Split(string(p), "\n") {
+		if strings.Contains(line, "watch ended with error") || strings.Contains(line, "unable to decode an event") {
+			if _, msg, ok := strings.Cut(line, "] "); ok {
+				line = msg
+			}
+			l.broken[line] = true
+		}
+	}
+	return len(p), nil
+}
+
+func (l *logScan) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for line := range l.broken {
+		out = append(out, line)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "informer-check: "+format+"\n", args...)
 	os.Exit(2)
@@ -60,7 +102,11 @@ func fail(format string, args ...any) {
 func main() {
 	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the API server to check")
 	timeout := flag.Duration("timeout", 30*time.Second, "how long the informers have to sync")
+	settle := flag.Duration("settle", 15*time.Second, "how long to keep watching after the sync, for events that break a watch")
 	flag.Parse()
+	scan := &logScan{broken: map[string]bool{}}
+	klog.LogToStderr(false)
+	klog.SetOutput(scan)
 	if *kubeconfig == "" {
 		fail("--kubeconfig is required")
 	}
@@ -70,6 +116,10 @@ func main() {
 		fail("reading %s: %v", *kubeconfig, err)
 	}
 	config.UserAgent = "informer-check"
+	// kube-scheduler's defaults: without them, client-side throttling of
+	// the many initial lists would eat most of the timeout.
+	config.QPS = 50
+	config.Burst = 100
 
 	disco, err := discovery.NewDiscoveryClientForConfig(config)
 	if err != nil {
@@ -78,6 +128,10 @@ func main() {
 	dyn, err := dynamic.NewForConfig(config)
 	if err != nil {
 		fail("dynamic client: %v", err)
+	}
+	meta, err := metadata.NewForConfig(config)
+	if err != nil {
+		fail("metadata client: %v", err)
 	}
 	// The typed clients speak protobuf, as kube-scheduler's and
 	// kube-controller-manager's do.
@@ -130,12 +184,16 @@ func main() {
 	}
 
 	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	metaFactory := metadatainformer.NewSharedInformerFactory(meta, 0)
 	for _, gvr := range gvrs {
 		name := gvr.Resource + "." + gvr.Version
 		if gvr.Group != "" {
 			name += "." + gvr.Group
 		}
 		add(name+" (dynamic)", dynFactory.ForResource(gvr).Informer())
+		// Metadata only, as kube-controller-manager's garbage collector and
+		// quota controller watch every resource.
+		add(name+" (metadata)", metaFactory.ForResource(gvr).Informer())
 	}
 
 	// Typed, whether or not discovery lists them: the informers that
@@ -196,6 +254,7 @@ func main() {
 
 	stop := make(chan struct{})
 	dynFactory.Start(stop)
+	metaFactory.Start(stop)
 	f.Start(stop)
 
 	deadline := time.Now().Add(*timeout)
@@ -225,7 +284,13 @@ func main() {
 			problems = append(problems, fmt.Sprintf("NOT SYNCED %s: no error seen", w.name))
 		}
 	}
+	// Watches deliver events only as objects change (kubesim's node
+	// Leases renew every 10 s): give them time to.
+	time.Sleep(*settle)
 	close(stop)
+	for _, line := range scan.lines() {
+		problems = append(problems, "WATCH BROKE: "+line)
+	}
 
 	fmt.Printf("%d of %d informers synced within %s (%d resources served with list and watch)\n",
 		synced, len(all), *timeout, len(gvrs))
