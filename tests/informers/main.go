@@ -220,11 +220,11 @@ func main() {
 		{"csidrivers.v1.storage.k8s.io", f.Storage().V1().CSIDrivers().Informer()},
 		{"csistoragecapacities.v1.storage.k8s.io", f.Storage().V1().CSIStorageCapacities().Informer()},
 		{"volumeattachments.v1.storage.k8s.io", f.Storage().V1().VolumeAttachments().Informer()},
-		{"volumeattributesclasses.v1.storage.k8s.io", f.Storage().V1().VolumeAttributesClasses().Informer()},
 		{"resourceclaims.v1.resource.k8s.io", f.Resource().V1().ResourceClaims().Informer()},
 		{"resourceslices.v1.resource.k8s.io", f.Resource().V1().ResourceSlices().Informer()},
 		{"deviceclasses.v1.resource.k8s.io", f.Resource().V1().DeviceClasses().Informer()},
 		// kube-controller-manager
+		{"volumeattributesclasses.v1.storage.k8s.io", f.Storage().V1().VolumeAttributesClasses().Informer()},
 		{"resourceclaimtemplates.v1.resource.k8s.io", f.Resource().V1().ResourceClaimTemplates().Informer()},
 		{"deployments.v1.apps", f.Apps().V1().Deployments().Informer()},
 		{"daemonsets.v1.apps", f.Apps().V1().DaemonSets().Informer()},
