@@ -258,9 +258,13 @@ fn complaints(log: &str) -> String {
                 continue;
             }
         }
-        // klog's error lines start with E; keep the message without the
-        // timestamp and source location so that repeats fold together.
-        if line.starts_with('E') {
+        // klog's error lines start with E and the date (E1127), possibly
+        // after a prefix; keep the message without the timestamp and source
+        // location so that repeats fold together.
+        let is_error = line.split_whitespace().take(2).any(|t| {
+            t.len() == 5 && t.starts_with('E') && t[1..].bytes().all(|b| b.is_ascii_digit())
+        });
+        if is_error {
             let msg = line.split_once("] ").map(|(_, m)| m).unwrap_or(line);
             let msg: String = msg.chars().take(300).collect();
             errors.insert(msg);
@@ -620,4 +624,30 @@ fn real_controller_manager_empties_a_deleted_namespace() {
         assert!(left.is_empty(), "{kind} left in scratch: {left:?}");
     }
     kcm.check_running();
+}
+
+/// The log reading that the reports above rely on, on lines as client-go's
+/// reflector and klog write them (with and without a prefix).
+#[test]
+fn complaints_name_what_a_component_could_not_list() {
+    let log = r#"I1127 07:13:06.069812   18945 reflector.go:507] "Caches populated" type="*v1.PersistentVolumeClaim"
+E1127 07:13:06.073177   18945 reflector.go:227] "Failed to watch" err="failed to list *v1.CSIStorageCapacity: the server could not find the requested resource" logger="UnhandledError"
+x E1127 07:13:06.074522   18945 reflector.go:227] "Failed to watch" err="failed to list *v1.CSINode: the server could not find the requested resource (get csinodes.storage.k8s.io)"
+E1127 07:13:07.073177   18945 reflector.go:227] "Failed to watch" err="failed to list *v1.CSIStorageCapacity: the server could not find the requested resource" logger="UnhandledError"
+x E1127 07:13:08.000000   18945 controller.go:1] "Error syncing" err="boom"
+E1127 07:13:09.000000   18945 controller.go:1] "Error syncing" err="boom"
+"#;
+    let c = complaints(log);
+    assert!(
+        c.starts_with("could not list or watch: *v1.CSIStorageCapacity, csinodes.storage.k8s.io;"),
+        "{c}"
+    );
+    assert!(
+        c.contains("1 distinct errors logged:\n  \"Error syncing\" err=\"boom\""),
+        "{c}"
+    );
+    assert_eq!(
+        complaints("I1127 07:13:06.069812   1 x.go:1] fine\n"),
+        "listed and watched everything it asked for"
+    );
 }
