@@ -128,6 +128,29 @@ fn metadata_only_lists_gets_and_watches() {
     }
 }
 
+/// The ConfigMap that kube-apiserver writes at start, which
+/// kube-controller-manager's legacy token cleaner reads.
+#[test]
+fn kube_system_records_since_when_legacy_tokens_are_tracked() {
+    let server = Kubesim::start_ephemeral("legacy-token-tracking");
+    let cm = server.json(
+        "GET",
+        "/api/v1/namespaces/kube-system/configmaps/kube-apiserver-legacy-service-account-token-tracking",
+        None,
+        200,
+    );
+    let since = cm["data"]["since"].as_str().unwrap_or("");
+    // A date: 2006-01-02.
+    let b = since.as_bytes();
+    assert!(
+        b.len() == 10
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && since.replace('-', "").bytes().all(|c| c.is_ascii_digit()),
+        "{cm}"
+    );
+}
+
 fn names(list: &Value) -> Vec<String> {
     list["items"]
         .as_array()
