@@ -120,14 +120,6 @@ fn build_with_script() -> Result<Vec<String>, String> {
         .collect()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind an ephemeral port")
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A real component running against a cluster; killed on drop.
 struct Component {
     name: &'static str,
@@ -137,8 +129,10 @@ struct Component {
 
 impl Component {
     /// Starts `binary` with the flags every component here gets: the
-    /// cluster's kubeconfig, no leader election, and its own HTTPS port on
-    /// loopback that needs no delegated authentication for health checks.
+    /// cluster's kubeconfig, no leader election, and no HTTPS port of its
+    /// own (nothing here asks it for health or metrics, and a port picked as
+    /// free could be taken by a parallel test), nor delegated
+    /// authentication, which plain HTTP cannot offer.
     fn start(name: &'static str, binary: &Path, cluster: &Cluster, extra: &[&str]) -> Self {
         let dir = cluster.dir.join(name);
         std::fs::create_dir_all(&dir).unwrap();
@@ -147,9 +141,7 @@ impl Component {
         let mut cmd = Command::new(binary);
         cmd.arg(format!("--kubeconfig={kubeconfig}"))
             .arg("--leader-elect=false")
-            .arg("--bind-address=127.0.0.1")
-            .arg(format!("--secure-port={}", free_port()))
-            .arg(format!("--cert-dir={}", dir.join("certs").display()))
+            .arg("--secure-port=0")
             .arg("--authentication-skip-lookup=true")
             .arg("--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
             .arg("--v=2")
