@@ -50,6 +50,107 @@ async fn create_namespace(api: &RemoteApi, name: &str) {
     .expect("create namespace");
 }
 
+/// What client-go's metadata client (the informers of
+/// kube-controller-manager's garbage collector and quota controller) asks
+/// for: lists, objects and watch events, bookmarks included, as
+/// PartialObjectMetadata, which its watch decoder insists on.
+#[test]
+fn metadata_only_lists_gets_and_watches() {
+    let server = Kubesim::start_ephemeral("metadata-only");
+    let cm = configmap("m1", json!({"app": "x"}));
+    server.json(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some(&cm),
+        201,
+    );
+    let accept = |what: &str| {
+        format!(
+            "application/vnd.kubernetes.protobuf;as={what};g=meta.k8s.io;v=v1,\
+             application/json;as={what};g=meta.k8s.io;v=v1,application/json"
+        )
+    };
+    let get = |path: &str, what: &str| -> Value {
+        let (code, body) =
+            common::http_request_accepting(server.port(), "GET", path, &accept(what), None)
+                .unwrap();
+        assert_eq!(code, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+    };
+    let partial = |o: &Value| {
+        assert_eq!(o["kind"], "PartialObjectMetadata", "{o}");
+        assert_eq!(o["apiVersion"], "meta.k8s.io/v1", "{o}");
+        assert!(o.get("data").is_none(), "{o}");
+    };
+
+    let list = get(
+        "/api/v1/namespaces/default/configmaps",
+        "PartialObjectMetadataList",
+    );
+    assert_eq!(list["kind"], "PartialObjectMetadataList", "{list}");
+    assert_eq!(list["apiVersion"], "meta.k8s.io/v1", "{list}");
+    assert!(!rv(&list).is_empty(), "{list}");
+    assert_eq!(names(&list), ["m1"]);
+    partial(&list["items"][0]);
+    assert_eq!(list["items"][0]["metadata"]["labels"]["app"], "x");
+
+    let one = get(
+        "/api/v1/namespaces/default/configmaps/m1",
+        "PartialObjectMetadata",
+    );
+    partial(&one);
+    assert_eq!(one["metadata"]["name"], "m1");
+
+    let (code, body) = common::http_request_accepting(
+        server.port(),
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true\
+         &resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1",
+        &accept("PartialObjectMetadata"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    let events: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        events.iter().any(|e| e["type"] == "ADDED"),
+        "no ADDED event: {body}"
+    );
+    assert!(
+        events.iter().any(|e| e["type"] == "BOOKMARK"),
+        "no BOOKMARK: {body}"
+    );
+    for e in &events {
+        partial(&e["object"]);
+    }
+}
+
+/// The ConfigMap that kube-apiserver writes at start, which
+/// kube-controller-manager's legacy token cleaner reads.
+#[test]
+fn kube_system_records_since_when_legacy_tokens_are_tracked() {
+    let server = Kubesim::start_ephemeral("legacy-token-tracking");
+    let cm = server.json(
+        "GET",
+        "/api/v1/namespaces/kube-system/configmaps/kube-apiserver-legacy-service-account-token-tracking",
+        None,
+        200,
+    );
+    let since = cm["data"]["since"].as_str().unwrap_or("");
+    // A date: 2006-01-02.
+    let b = since.as_bytes();
+    assert!(
+        b.len() == 10
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && since.replace('-', "").bytes().all(|c| c.is_ascii_digit()),
+        "{cm}"
+    );
+}
+
 fn names(list: &Value) -> Vec<String> {
     list["items"]
         .as_array()

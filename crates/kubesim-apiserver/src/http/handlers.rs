@@ -230,6 +230,22 @@ async fn resource(
             let page = server.list(&r, ns, &opts)?;
             match format {
                 Format::Json => Ok(json_response(200, list_json(&r, &page))),
+                Format::Metadata { v1beta1 } => {
+                    let items: Vec<Value> = page
+                        .items
+                        .iter()
+                        .filter_map(|rec| serde_json::from_slice::<Value>(&rec.bytes).ok())
+                        .map(|o| Format::partial(v1beta1, &o))
+                        .collect();
+                    let mut meta = json!({"resourceVersion": page.rev.to_string()});
+                    if let Some(c) = &page.continue_token {
+                        meta["continue"] = json!(c);
+                    }
+                    Ok(value_response(
+                        200,
+                        &Format::partial_list(v1beta1, meta, items),
+                    ))
+                }
                 Format::Table { v1beta1 } => {
                     let objs: Vec<Value> = page
                         .items
@@ -435,6 +451,7 @@ fn render_one(
 ) -> Result<Response, ApiError> {
     let resp = match format {
         Format::Json => value_response(code, &obj),
+        Format::Metadata { v1beta1 } => value_response(code, &Format::partial(v1beta1, &obj)),
         Format::Table { v1beta1 } => {
             let rv = kubesim_core::meta::resource_version(&obj).to_string();
             let mut t = table::table(r, std::slice::from_ref(&obj), &table_opts(app, q, true)?);

@@ -1,7 +1,9 @@
-//! Content negotiation: JSON, server-side Tables, aggregated discovery.
+//! Content negotiation: JSON, server-side Tables, metadata only
+//! (PartialObjectMetadata), aggregated discovery.
 
 use kubesim_core::table::IncludeObject;
 use kubesim_core::ApiError;
+use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -10,6 +12,42 @@ pub enum Format {
     Table {
         v1beta1: bool,
     },
+    /// Only each object's metadata, as meta.k8s.io PartialObjectMetadata
+    /// (lists: PartialObjectMetadataList), v1 or v1beta1: what client-go's
+    /// metadata client (the garbage collector's and quota controller's
+    /// informers) asks for.
+    Metadata {
+        v1beta1: bool,
+    },
+}
+
+impl Format {
+    /// `obj` as this format's PartialObjectMetadata (`Metadata` only).
+    pub fn partial(v1beta1: bool, obj: &Value) -> Value {
+        json!({
+            "kind": "PartialObjectMetadata",
+            "apiVersion": meta_api_version(v1beta1),
+            "metadata": obj.get("metadata").filter(|m| m.is_object()).cloned().unwrap_or_else(|| json!({})),
+        })
+    }
+
+    /// A PartialObjectMetadataList of `items` (each already partial).
+    pub fn partial_list(v1beta1: bool, list_meta: Value, items: Vec<Value>) -> Value {
+        json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": meta_api_version(v1beta1),
+            "metadata": list_meta,
+            "items": items,
+        })
+    }
+}
+
+fn meta_api_version(v1beta1: bool) -> &'static str {
+    if v1beta1 {
+        "meta.k8s.io/v1beta1"
+    } else {
+        "meta.k8s.io/v1"
+    }
 }
 
 /// The aggregated discovery media type clients ask for and check.
@@ -72,6 +110,15 @@ pub fn format(accept: Option<&str>) -> Result<Format, ApiError> {
                     }
                 }
             }
+            Some("PartialObjectMetadata") | Some("PartialObjectMetadataList") => {
+                if r.param("g") == Some("meta.k8s.io") {
+                    match r.param("v") {
+                        Some("v1") => return Ok(Format::Metadata { v1beta1: false }),
+                        Some("v1beta1") => return Ok(Format::Metadata { v1beta1: true }),
+                        _ => {}
+                    }
+                }
+            }
             Some(_) => {}
             None => any_json = true,
         }
@@ -128,6 +175,29 @@ mod tests {
                 .unwrap_err()
                 .code,
             406
+        );
+    }
+
+    #[test]
+    fn the_metadata_client_gets_partial_object_metadata() {
+        // client-go's metadata client: protobuf first, then JSON.
+        for as_ in ["PartialObjectMetadata", "PartialObjectMetadataList"] {
+            let a = format!(
+                "application/vnd.kubernetes.protobuf;as={as_};g=meta.k8s.io;v=v1,application/json;as={as_};g=meta.k8s.io;v=v1,application/json"
+            );
+            assert_eq!(
+                format(Some(&a)).unwrap(),
+                Format::Metadata { v1beta1: false }
+            );
+        }
+        let a = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1";
+        assert_eq!(format(Some(a)).unwrap(), Format::Metadata { v1beta1: true });
+        let obj = json!({"kind": "Lease", "apiVersion": "coordination.k8s.io/v1",
+            "metadata": {"name": "n", "resourceVersion": "7"}, "spec": {}});
+        assert_eq!(
+            Format::partial(false, &obj),
+            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"name": "n", "resourceVersion": "7"}})
         );
     }
 

@@ -48,6 +48,11 @@ impl StreamState {
         match frame {
             WatchFrame::Event { kind, object, .. } => match self.format {
                 Format::Json => line(kind, &object),
+                Format::Metadata { v1beta1 } => {
+                    let obj: Value = serde_json::from_slice(&object).unwrap_or(Value::Null);
+                    let partial = Format::partial(v1beta1, &obj);
+                    line(kind, &serde_json::to_vec(&partial).unwrap_or_default())
+                }
                 Format::Table { v1beta1 } => {
                     let obj: Value = serde_json::from_slice(&object).unwrap_or(Value::Null);
                     let opts = TableOptions {
@@ -71,7 +76,15 @@ impl StreamState {
                 if initial_end {
                     md["annotations"] = json!({"k8s.io/initial-events-end": "true"});
                 }
-                let obj = json!({"kind": self.resource.kind, "apiVersion": self.resource.api_version(), "metadata": md});
+                let obj = match self.format {
+                    // The client decodes bookmarks as what it asked for.
+                    Format::Metadata { v1beta1 } => {
+                        Format::partial(v1beta1, &json!({"metadata": md}))
+                    }
+                    _ => {
+                        json!({"kind": self.resource.kind, "apiVersion": self.resource.api_version(), "metadata": md})
+                    }
+                };
                 line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
             }
             WatchFrame::Error(e) => line(

@@ -34,6 +34,7 @@ impl Server {
                 }
             }
         }
+        self.track_legacy_tokens(&opts, &caller).await?;
         let svc = self.resource("", "v1", "services")?;
         if self
             .store
@@ -91,6 +92,48 @@ impl Server {
                     Err(e) => Err(e),
                 }
             }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The ConfigMap with which kube-apiserver records since when it tracks the
+/// use of legacy service account tokens; kube-controller-manager's
+/// legacy-serviceaccount-token-cleaner reads it and logs an error while it
+/// is missing.
+const LEGACY_TOKEN_TRACKING: &str = "kube-apiserver-legacy-service-account-token-tracking";
+
+impl Server {
+    async fn track_legacy_tokens(
+        &self,
+        opts: &WriteOptions,
+        caller: &Caller,
+    ) -> Result<(), kubesim_core::ApiError> {
+        let configmaps = self.resource("", "v1", "configmaps")?;
+        if self
+            .store
+            .get(
+                &configmaps.storage_key(),
+                &format!("kube-system/{LEGACY_TOKEN_TRACKING}"),
+            )
+            .is_some()
+        {
+            return Ok(());
+        }
+        // A date, as upstream writes it (2006-01-02).
+        let since: String = meta::format_time(self.clock.now())
+            .chars()
+            .take(10)
+            .collect();
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": LEGACY_TOKEN_TRACKING, "namespace": "kube-system"},
+            "data": {"since": since}});
+        match self
+            .create(&configmaps, "kube-system", obj, opts, caller)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 409 => Ok(()),
             Err(e) => Err(e),
         }
     }

@@ -238,11 +238,22 @@ pub fn http_request(
     path: &str,
     body: Option<(&str, &[u8])>,
 ) -> std::io::Result<(u16, String)> {
+    http_request_accepting(port, method, path, "application/json", body)
+}
+
+/// [`http_request`] with the given Accept header.
+pub fn http_request_accepting(
+    port: u16,
+    method: &str,
+    path: &str,
+    accept: &str,
+    body: Option<(&str, &[u8])>,
+) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     s.set_write_timeout(Some(Duration::from_secs(10)))?;
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\nConnection: close\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: {accept}\r\nConnection: close\r\n"
     )
     .into_bytes();
     match body {
