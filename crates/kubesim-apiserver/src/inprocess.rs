@@ -33,7 +33,7 @@ impl InProcess {
         InProcess {
             server,
             caller: Caller {
-                user_agent: format!("{component}/v1.33.0 (linux/amd64) kubesim"),
+                user_agent: format!("{component}/v1.36.0 (linux/amd64) kubesim"),
             },
         }
     }

@@ -4,6 +4,7 @@
 //! process) plus the `x-kubernetes-*` annotations they lack; custom resources
 //! use their CRD's `openAPIV3Schema`.
 
+mod control_plane_kinds;
 mod document;
 mod extensions;
 mod generate;

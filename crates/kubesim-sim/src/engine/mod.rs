@@ -253,6 +253,9 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             stages: Some(stages),
             leases: false,
             usage: false,
+            // Only a scheduler outside the process reads CSINodes; the
+            // built-in one would be given writes that change nothing.
+            csi_nodes: setup.serve.is_some(),
             ahead: ahead.clone(),
             ..Default::default()
         },
