@@ -74,6 +74,9 @@ pub struct Setup {
     /// Terminated pods kept before the pod garbage collector deletes the
     /// oldest (0: all are kept).
     pub terminated_pod_gc_threshold: usize,
+    /// Which of kubesim's controllers run (kube-controller-manager's
+    /// `--controllers`), so that a real controller manager can take over.
+    pub controllers: kubesim_controllers::Controllers,
 }
 
 impl Setup {
@@ -93,6 +96,7 @@ impl Setup {
             builtin_scheduler: true,
             serve: None,
             terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
+            controllers: Default::default(),
         }
     }
 }
@@ -206,6 +210,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         kubesim_controllers::Options {
             node_lifecycle: false,
             terminated_pod_gc_threshold: setup.terminated_pod_gc_threshold,
+            controllers: setup.controllers.clone(),
         },
     ));
     if setup.builtin_scheduler {

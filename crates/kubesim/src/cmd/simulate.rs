@@ -67,6 +67,12 @@ pub struct SimulateArgs {
     /// them all: faster, with memory growing with the jobs).
     #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]
     pub terminated_pod_gc_threshold: usize,
+    /// The controllers to run, with kube-controller-manager's names and
+    /// syntax: `*` (those on by default), `name`, `-name`, or `none`; for
+    /// example `*,-job-controller` to let a real controller manager run
+    /// the Jobs.
+    #[arg(long, value_name = "LIST", default_value = "*")]
+    pub controllers: String,
     #[command(flatten)]
     pub serve: super::simulate_serve::ServeArgs,
 }
@@ -184,7 +190,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let builtin_scheduler = args.serve.builtin_scheduler()?;
+    let controllers = kubesim_controllers::Controllers::parse(&args.controllers)
+        .map_err(|e| anyhow::anyhow!("bad --controllers: {e}"))?;
+    let builtin_scheduler = args.serve.builtin_scheduler();
     let stages = read_stages(&args.stages)?;
     let serve = args.serve.prepare(&args.out)?;
     let setup = Setup {
@@ -200,6 +208,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         builtin_scheduler,
         serve,
         terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
+        controllers,
     };
     let n_jobs = jobs.len();
     let wall = Clock::wall();
