@@ -160,6 +160,42 @@ spec:
 }
 
 #[test]
+fn a_run_without_a_scheduler_says_nothing_ran_and_why() {
+    let mut s = setup(vec![node("n0", "2")]);
+    s.builtin_scheduler = false;
+    let run = simulate(
+        s,
+        vec![job("1", 0.0, 10.0, 1000), job("2", 5.0, 10.0, 1000)],
+    )
+    .unwrap();
+    assert!(run.outcomes.iter().all(|o| o.start.is_none()));
+    assert_eq!(
+        run.nothing_ran(false).as_deref(),
+        Some("0 of 2 jobs ran: no scheduler bound a pod")
+    );
+
+    // With the scheduler, the same jobs run and nothing is said.
+    let run = simulate(
+        setup(vec![node("n0", "2")]),
+        vec![job("1", 0.0, 10.0, 1000), job("2", 5.0, 10.0, 1000)],
+    )
+    .unwrap();
+    assert_eq!(run.nothing_ran(true), None);
+}
+
+#[test]
+fn a_run_whose_jobs_never_fit_says_so() {
+    let run = simulate(
+        setup(vec![node("n0", "1")]),
+        vec![job("big", 0.0, 1.0, 4000)],
+    )
+    .unwrap();
+    let why = run.nothing_ran(true).expect("nothing ran");
+    assert!(why.starts_with("0 of 1 jobs ran: "), "{why}");
+    assert!(!why.contains("no scheduler"), "{why}");
+}
+
+#[test]
 fn controllers_can_be_turned_off_in_a_simulation() {
     // A Job manifest at t=0: its pod exists only if the job controller
     // runs; a plain job's pod needs no controller.

@@ -218,17 +218,28 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     output::write_all(&args.out, &run, wall_seconds)
         .with_context(|| format!("cannot write results to {}", args.out.display()))?;
     let s = output::summary::Summary::of(&run);
-    println!(
-        "{n_jobs} jobs on {} nodes: makespan {:.1} s, mean waiting {:.1} s, {} finished, {} rejected; \
-         simulated {:.0} s in {wall_seconds:.2} s of wall time ({:.0}x)",
-        run.nodes.len(),
-        s.makespan,
-        s.mean_waiting,
-        s.nb_finished,
-        s.nb_rejected,
-        run.simulated,
-        run.simulated / wall_seconds.max(1e-9)
-    );
+    let nothing_ran = run.nothing_ran(builtin_scheduler);
+    if nothing_ran.is_some() {
+        // No makespan or waiting time: the zeros of a run that started
+        // nothing would read as a perfect schedule.
+        println!(
+            "{n_jobs} jobs on {} nodes: none started; simulated {:.0} s in {wall_seconds:.2} s of wall time",
+            run.nodes.len(),
+            run.simulated,
+        );
+    } else {
+        println!(
+            "{n_jobs} jobs on {} nodes: makespan {:.1} s, mean waiting {:.1} s, {} finished, {} rejected; \
+             simulated {:.0} s in {wall_seconds:.2} s of wall time ({:.0}x)",
+            run.nodes.len(),
+            s.makespan,
+            s.mean_waiting,
+            s.nb_finished,
+            s.nb_rejected,
+            run.simulated,
+            run.simulated / wall_seconds.max(1e-9)
+        );
+    }
     if s.nb_unfinished > 0 {
         let (mut waiting, mut running, mut later) = (0, 0, 0);
         for o in &run.outcomes {
@@ -257,5 +268,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         }
     }
     println!("results in {}", args.out.display());
+    if let Some(why) = nothing_ran {
+        bail!("{why}");
+    }
     Ok(())
 }
