@@ -29,6 +29,7 @@ pub mod replicaset;
 pub mod selection;
 pub mod serviceaccount;
 pub mod statefulset;
+mod status_write;
 pub mod storage_protection;
 pub mod taint_eviction;
 pub mod volume_release;

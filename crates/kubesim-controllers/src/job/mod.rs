@@ -621,7 +621,8 @@ impl JobController {
         if status.get("uncountedTerminatedPods").is_none() {
             status["uncountedTerminatedPods"] = json!({});
         }
-        if status != old_status {
+        // Zero counts equal absent ones: upstream's controller omits them.
+        if !crate::status_write::same(Some(&old_status), &status) {
             let mut job = job;
             job["status"] = status;
             self.write_status(job).await?;
