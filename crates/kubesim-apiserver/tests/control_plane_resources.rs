@@ -448,3 +448,31 @@ async fn a_csr_is_approved_through_its_approval_subresource() {
     .await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn in_process_clients_reach_the_approval_subresource() {
+    use kubesim_apiserver::inprocess::InProcess;
+    use kubesim_runtime::{Api, ResourceRef, WriteOptions};
+
+    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
+    let clock = Clock::simulated(jiff::Timestamp::constant(1_767_225_600, 0));
+    let server = Server::new(store, clock, Rng::seeded(1));
+    server.bootstrap().await.expect("bootstrap");
+    let api = InProcess::new(server, "csr-approver");
+    let csrs = ResourceRef::new("certificates.k8s.io", "v1", "certificatesigningrequests");
+    let (_, _, _, csr) = samples()
+        .into_iter()
+        .find(|s| s.1 == "certificatesigningrequests")
+        .expect("csr sample");
+    let mut made = api
+        .create(&csrs, "", csr, &WriteOptions::default())
+        .await
+        .expect("create");
+    made["status"] =
+        json!({"conditions": [{"type": "Denied", "status": "True", "reason": "Policy"}]});
+    let denied = api
+        .update(&csrs, "", made, Some("approval"), &WriteOptions::default())
+        .await
+        .expect("approval");
+    assert_eq!(denied["status"]["conditions"][0]["type"], "Denied");
+}
