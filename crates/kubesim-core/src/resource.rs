@@ -92,8 +92,10 @@ pub const SUB_VERBS: &[&str] = &["get", "patch", "update"];
 /// create is their only verb.
 pub const REVIEW_KINDS: &[(&str, &str)] = &[
     ("authentication.k8s.io", "SelfSubjectReview"),
+    ("authorization.k8s.io", "LocalSubjectAccessReview"),
     ("authorization.k8s.io", "SelfSubjectAccessReview"),
     ("authorization.k8s.io", "SelfSubjectRulesReview"),
+    ("authorization.k8s.io", "SubjectAccessReview"),
 ];
 
 impl ResourceInfo {
@@ -381,6 +383,28 @@ const BUILTINS: &[Builtin] = &[
         "v1",
         "SelfSubjectReview",
         "selfsubjectreviews",
+        Cluster,
+        &[],
+        false,
+        &[],
+    ),
+    // Asked by kube-controller-manager's CSR approver (may this node
+    // have a client certificate?) and by webhook authorizers.
+    b(
+        "authorization.k8s.io",
+        "v1",
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        Namespaced,
+        &[],
+        false,
+        &[],
+    ),
+    b(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
         Cluster,
         &[],
         false,
@@ -1116,6 +1140,7 @@ mod tests {
     fn reviews_are_create_only() {
         let r = Registry::new();
         for (group, plural) in [
+            ("authorization.k8s.io", "subjectaccessreviews"),
             ("authentication.k8s.io", "selfsubjectreviews"),
             ("authorization.k8s.io", "selfsubjectaccessreviews"),
             ("authorization.k8s.io", "selfsubjectrulesreviews"),

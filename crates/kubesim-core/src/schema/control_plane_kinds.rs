@@ -15,8 +15,9 @@ pub(super) fn add_kind(
     kind: &str,
 ) -> Option<String> {
     use k8s_openapi::api::{
-        admissionregistration::v1 as admission, certificates::v1 as certificates,
-        networking::v1 as networking, resource::v1 as resource, storage::v1 as storage,
+        admissionregistration::v1 as admission, authorization::v1 as authorization,
+        certificates::v1 as certificates, networking::v1 as networking, resource::v1 as resource,
+        storage::v1 as storage,
     };
     match (group, version, kind) {
         ("storage.k8s.io", "v1", "CSIDriver") => add::<storage::CSIDriver>(gen),
@@ -46,6 +47,12 @@ pub(super) fn add_kind(
         }
         ("networking.k8s.io", "v1", "IPAddress") => add::<networking::IPAddress>(gen),
         ("networking.k8s.io", "v1", "ServiceCIDR") => add::<networking::ServiceCIDR>(gen),
+        ("authorization.k8s.io", "v1", "SubjectAccessReview") => {
+            add::<authorization::SubjectAccessReview>(gen)
+        }
+        ("authorization.k8s.io", "v1", "LocalSubjectAccessReview") => {
+            add::<authorization::LocalSubjectAccessReview>(gen)
+        }
         ("certificates.k8s.io", "v1", "CertificateSigningRequest") => {
             add::<certificates::CertificateSigningRequest>(gen)
         }

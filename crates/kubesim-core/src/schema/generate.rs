@@ -155,6 +155,8 @@ fn has_list(kind: &str) -> bool {
             | "TokenRequest"
             | "SelfSubjectReview"
             | "SelfSubjectAccessReview"
+            | "SubjectAccessReview"
+            | "LocalSubjectAccessReview"
             | "SelfSubjectRulesReview"
     )
 }
