@@ -476,3 +476,85 @@ async fn in_process_clients_reach_the_approval_subresource() {
         .expect("approval");
     assert_eq!(denied["status"]["conditions"][0]["type"], "Denied");
 }
+
+/// What a v1.36 kube-scheduler (its informers, DRA and volume plugins
+/// included) and kube-controller-manager (its default controllers) list
+/// and watch: (group, version, plural). A 404 on any one of them keeps the
+/// program waiting for its caches forever.
+const INFORMED_ON: &[(&str, &str, &str)] = &[
+    ("", "v1", "pods"),
+    ("", "v1", "nodes"),
+    ("", "v1", "namespaces"),
+    ("", "v1", "services"),
+    ("", "v1", "endpoints"),
+    ("", "v1", "persistentvolumes"),
+    ("", "v1", "persistentvolumeclaims"),
+    ("", "v1", "replicationcontrollers"),
+    ("", "v1", "serviceaccounts"),
+    ("", "v1", "secrets"),
+    ("", "v1", "configmaps"),
+    ("", "v1", "resourcequotas"),
+    ("", "v1", "limitranges"),
+    ("", "v1", "podtemplates"),
+    ("apps", "v1", "replicasets"),
+    ("apps", "v1", "deployments"),
+    ("apps", "v1", "statefulsets"),
+    ("apps", "v1", "daemonsets"),
+    ("apps", "v1", "controllerrevisions"),
+    ("batch", "v1", "jobs"),
+    ("batch", "v1", "cronjobs"),
+    ("autoscaling", "v2", "horizontalpodautoscalers"),
+    ("policy", "v1", "poddisruptionbudgets"),
+    ("coordination.k8s.io", "v1", "leases"),
+    ("discovery.k8s.io", "v1", "endpointslices"),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles"),
+    ("storage.k8s.io", "v1", "storageclasses"),
+    ("storage.k8s.io", "v1", "csinodes"),
+    ("storage.k8s.io", "v1", "csidrivers"),
+    ("storage.k8s.io", "v1", "csistoragecapacities"),
+    ("storage.k8s.io", "v1", "volumeattachments"),
+    ("storage.k8s.io", "v1", "volumeattributesclasses"),
+    ("resource.k8s.io", "v1", "resourceclaims"),
+    ("resource.k8s.io", "v1", "resourceclaimtemplates"),
+    ("resource.k8s.io", "v1", "resourceslices"),
+    ("resource.k8s.io", "v1", "deviceclasses"),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicybindings",
+    ),
+    ("networking.k8s.io", "v1", "servicecidrs"),
+    ("networking.k8s.io", "v1", "ipaddresses"),
+    ("certificates.k8s.io", "v1", "certificatesigningrequests"),
+];
+
+#[tokio::test]
+async fn everything_a_real_scheduler_and_controller_manager_inform_on_is_served() {
+    let app = app().await;
+    for (group, version, plural) in INFORMED_ON {
+        let base = if group.is_empty() {
+            format!("/api/{version}/{plural}")
+        } else {
+            format!("/apis/{group}/{version}/{plural}")
+        };
+        let (status, _, list) =
+            call(&app, Method::GET, &format!("{base}?limit=500"), "", None).await;
+        assert_eq!(status, StatusCode::OK, "list {base}: {list}");
+        let rv = list["metadata"]["resourceVersion"].as_str().unwrap_or("");
+        assert!(!rv.is_empty(), "{base}: {list}");
+        // The watch informers start from the list's resourceVersion.
+        let watch = Request::builder()
+            .uri(format!(
+                "{base}?watch=true&allowWatchBookmarks=true&resourceVersion={rv}"
+            ))
+            .body(Body::empty())
+            .expect("watch request");
+        let resp = app.clone().oneshot(watch).await.expect("watch");
+        assert_eq!(resp.status(), StatusCode::OK, "watch {base}");
+    }
+}
