@@ -11,11 +11,10 @@ use kubesim_sim::engine::Serve;
 /// Who places the pods (`up` and `simulate`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedulerChoice {
-    /// kubesim's scheduler, in process (the default without --serve).
+    /// kubesim's scheduler, in process.
     Builtin,
     /// No scheduler of kubesim's: one outside kubesim binds the pods
-    /// through the API (the default with --serve). `external` is the
-    /// older spelling.
+    /// through the API. `external` is the older spelling.
     #[value(alias = "external")]
     None,
 }
@@ -46,8 +45,9 @@ pub struct ServeArgs {
     /// then it moves on anyway (Batkube's timeout). [default: 30s]
     #[arg(long, value_name = "DURATION", requires = "serve")]
     pub serve_timeout: Option<String>,
-    /// Who places the pods: builtin, or none (a scheduler outside kubesim,
-    /// reaching the API of --serve).
+    /// Who places the pods: builtin (the default without --serve), or none
+    /// (the default with it: a scheduler outside kubesim, reaching the API
+    /// of --serve).
     #[arg(long, value_enum)]
     pub scheduler: Option<SchedulerChoice>,
 }
