@@ -164,3 +164,29 @@ spec: {}
     assert!(table.starts_with("NAME"), "{table}");
     assert!(table.contains("gpu.example.com"), "{table}");
 }
+
+#[test]
+fn kubectl_certificate_approve_writes_the_condition() {
+    use base64::Engine;
+    let c = Cluster::start("csr-approve");
+    let pem = base64::engine::general_purpose::STANDARD
+        .encode("-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n");
+    c.apply(&format!(
+        r#"
+apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {{name: alice}}
+spec:
+  request: {pem}
+  signerName: kubernetes.io/kube-apiserver-client
+  usages: [client auth]
+"#
+    ));
+    let table = c.ok(&["get", "csr", "alice"]);
+    assert!(table.contains("Pending"), "{table}");
+    c.ok(&["certificate", "approve", "alice"]);
+    let table = c.ok(&["get", "csr", "alice"]);
+    assert!(table.contains("Approved"), "{table}");
+    let csr = c.json(&["get", "csr", "alice"]);
+    assert_eq!(csr["status"]["conditions"][0]["reason"], "KubectlApprove");
+}
