@@ -16,6 +16,7 @@ use kubesim_runtime::{Api, DeleteOptions, ListOptions, ResourceRef, WatchEvent, 
 use kubesim_store::Record;
 use serde_json::{json, Value};
 
+use crate::service::approval::ApprovalChange;
 use crate::service::prepare_ahead::Ask;
 use crate::service::read::list_json;
 use crate::service::subresource::ScaleChange;
@@ -35,7 +36,7 @@ impl InProcess {
         InProcess {
             server,
             caller: Caller {
-                user_agent: format!("{component}/v1.33.0 (linux/amd64) kubesim"),
+                user_agent: format!("{component}/v1.36.0 (linux/amd64) kubesim"),
             },
         }
     }
@@ -369,6 +370,17 @@ impl Api for InProcess {
                         )
                         .await
                 }
+                Some("approval") => Ok(self
+                    .server
+                    .write_approval(
+                        &res,
+                        &name,
+                        ApprovalChange::Replace(obj),
+                        opts,
+                        &self.caller,
+                    )
+                    .await?
+                    .obj),
                 _ => Ok(self
                     .server
                     .update(&res, ns, &name, obj, subresource, opts, &self.caller)

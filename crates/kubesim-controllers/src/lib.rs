@@ -32,8 +32,10 @@ pub mod podgc;
 pub mod pods;
 pub mod replica_kind;
 pub mod replicaset;
+pub mod selection;
 pub mod serviceaccount;
 pub mod statefulset;
+mod status_write;
 pub mod storage_protection;
 pub mod taint_eviction;
 pub mod volume_release;
@@ -43,6 +45,8 @@ use std::sync::Arc;
 use kubesim_core::{meta, ApiError, Registry, ResourceInfo};
 use kubesim_runtime::{Api, Clock, EventRecorder, Informers, ResourceRef, WriteOptions};
 use serde_json::Value;
+
+pub use selection::Controllers;
 
 /// What every controller shares: the Api, one set of informers (so each
 /// resource is watched once per process), the registry, the clock and the
@@ -65,6 +69,9 @@ pub struct Options {
     /// Terminated pods kept before the oldest are deleted
     /// (`--terminated-pod-gc-threshold`; 0 keeps them all).
     pub terminated_pod_gc_threshold: usize,
+    /// Which controllers run, by kube-controller-manager's names
+    /// (`--controllers`).
+    pub controllers: Controllers,
 }
 
 impl Default for Options {
@@ -72,7 +79,16 @@ impl Default for Options {
         Options {
             node_lifecycle: true,
             terminated_pod_gc_threshold: podgc::DEFAULT_THRESHOLD,
+            controllers: Controllers::default(),
         }
+    }
+}
+
+/// Runs `f` when `on`; otherwise finishes at once, leaving the work to
+/// whoever runs that controller instead.
+async fn gated(on: bool, f: impl std::future::Future<Output = ()>) {
+    if on {
+        f.await
     }
 }
 
@@ -106,10 +122,15 @@ pub async fn run_with(
         clock: clock.clone(),
         recorder,
     });
+    let on = |name: &str| options.controllers.enabled(name);
     let ns = namespace::NamespaceController::new(api.clone(), registry.clone(), clock.clone());
-    let defaults = serviceaccount::NamespaceDefaults::new(api.clone(), clock.clone(), root_ca);
+    // One loop does the work of two upstream controllers: the default
+    // ServiceAccount of each namespace, and its copy of the cluster CA.
+    let root_ca = root_ca.filter(|_| on("root-ca-certificate-publisher-controller"));
+    let defaults = serviceaccount::NamespaceDefaults::new(api.clone(), clock.clone(), root_ca)
+        .with_service_accounts(on("serviceaccount-controller"));
     let gc = gc::GarbageCollector::new(api, registry, informers.clone());
-    let jobs = job::JobController::new(ctx.clone());
+    let jobs = job::JobController::new_with(ctx.clone(), on("ttl-after-finished-controller"));
     let cronjobs = cronjob::CronJobController::new(ctx.clone());
     let hpas = hpa::HpaController::new(ctx.clone());
     let pdbs = pdb::PdbController::new(ctx.clone());
@@ -120,34 +141,67 @@ pub async fn run_with(
     let statefulsets = statefulset::StatefulSetController::new(ctx.clone());
     let daemonsets = daemonset::DaemonSetController::new(ctx.clone());
     // Joined rather than spawned so that dropping (or aborting) this future
-    // stops every loop together.
+    // stops every loop together. Each loop runs under the upstream
+    // controller whose work it does.
     tokio::join!(
         informers.run(),
         events,
-        ns.run(),
-        defaults.run(),
-        gc.run(),
-        endpoints::legacy::run(ctx.clone()),
-        endpoints::slices::run(ctx.clone()),
-        async {
-            if options.node_lifecycle {
-                nodelifecycle::run(ctx.clone()).await
-            }
-        },
-        taint_eviction::run(ctx.clone()),
-        podgc::run(ctx.clone(), options.terminated_pod_gc_threshold),
-        storage_protection::run(ctx.clone()),
-        default_storage_class::run(ctx.clone()),
-        volume_release::run(ctx.clone()),
-        jobs.run(),
-        cronjobs.run(),
-        hpas.run(),
-        pdbs.run(),
-        replicasets.run(),
-        replication_controllers.run(),
-        deployments.run(),
-        statefulsets.run(),
-        daemonsets.run(),
+        gated(on("namespace-controller"), ns.run()),
+        gated(
+            on("serviceaccount-controller") || on("root-ca-certificate-publisher-controller"),
+            defaults.run()
+        ),
+        gated(on("garbage-collector-controller"), gc.run()),
+        gated(
+            on("endpoints-controller"),
+            endpoints::legacy::run(ctx.clone())
+        ),
+        gated(
+            on("endpointslice-controller"),
+            endpoints::slices::run(ctx.clone())
+        ),
+        gated(
+            options.node_lifecycle && on("node-lifecycle-controller"),
+            nodelifecycle::run(ctx.clone())
+        ),
+        gated(
+            on("taint-eviction-controller"),
+            taint_eviction::run(ctx.clone())
+        ),
+        gated(
+            on("pod-garbage-collector-controller"),
+            podgc::run(ctx.clone(), options.terminated_pod_gc_threshold)
+        ),
+        gated(
+            on("persistentvolumeclaim-protection-controller")
+                || on("persistentvolume-protection-controller"),
+            storage_protection::run_with(
+                ctx.clone(),
+                on("persistentvolumeclaim-protection-controller"),
+                on("persistentvolume-protection-controller"),
+            )
+        ),
+        gated(
+            on("persistentvolume-binder-controller"),
+            volume_release::run(ctx.clone())
+        ),
+        // Upstream's binder also gives waiting claims the default class.
+        gated(
+            on("persistentvolume-binder-controller"),
+            default_storage_class::run(ctx.clone())
+        ),
+        gated(on("job-controller"), jobs.run()),
+        gated(on("cronjob-controller"), cronjobs.run()),
+        gated(on("horizontal-pod-autoscaler-controller"), hpas.run()),
+        gated(on("disruption-controller"), pdbs.run()),
+        gated(on("replicaset-controller"), replicasets.run()),
+        gated(
+            on("replicationcontroller-controller"),
+            replication_controllers.run()
+        ),
+        gated(on("deployment-controller"), deployments.run()),
+        gated(on("statefulset-controller"), statefulsets.run()),
+        gated(on("daemonset-controller"), daemonsets.run()),
     );
 }
 

@@ -437,19 +437,21 @@ fn replica_status(
     if !conditions.is_empty() {
         status["conditions"] = json!(conditions);
     }
-    status
+    // Fields this controller does not compute (terminatingReplicas) stay.
+    crate::status_write::overlay(owner.get("status"), status, &["conditions"])
 }
 
 /// Writes `status` unless the object already has it. The status in the
-/// cache is compared field by field, so a pass that changes nothing writes
-/// nothing. A conflict is retried by the work queue.
+/// cache is compared field by field (a zero count equal to an absent one,
+/// as upstream's controllers omit them), so a pass that changes nothing
+/// writes nothing. A conflict is retried by the work queue.
 pub(crate) async fn update_status(
     api: &dyn Api,
     r: &ResourceRef,
     obj: &Value,
     status: Value,
 ) -> Result<Option<Value>, ApiError> {
-    if obj.get("status") == Some(&status) {
+    if crate::status_write::same(obj.get("status"), &status) {
         return Ok(None);
     }
     let mut o = obj.clone();

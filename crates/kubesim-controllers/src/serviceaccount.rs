@@ -19,6 +19,7 @@ pub struct NamespaceDefaults {
     api: Arc<dyn Api>,
     clock: Clock,
     root_ca: Option<String>,
+    service_accounts: bool,
 }
 
 impl NamespaceDefaults {
@@ -27,7 +28,15 @@ impl NamespaceDefaults {
             api,
             clock,
             root_ca,
+            service_accounts: true,
         }
+    }
+
+    /// Whether each namespace gets its `default` ServiceAccount (upstream's
+    /// serviceaccount-controller; the CA copy is another controller's).
+    pub fn with_service_accounts(mut self, on: bool) -> Self {
+        self.service_accounts = on;
+        self
     }
 
     /// Watches namespaces forever; a watch from no resourceVersion starts
@@ -66,8 +75,10 @@ impl NamespaceDefaults {
         let name = meta::name(ns);
         let sa =
             json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
-        self.create_missing(&ResourceRef::core("serviceaccounts"), name, "default", sa)
-            .await?;
+        if self.service_accounts {
+            self.create_missing(&ResourceRef::core("serviceaccounts"), name, "default", sa)
+                .await?;
+        }
         if let Some(ca) = &self.root_ca {
             let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "kube-root-ca.crt", "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},

@@ -47,6 +47,12 @@ fn uses_claims(pod: &Value) -> bool {
 }
 
 pub async fn run(ctx: Arc<Context>) {
+    run_with(ctx, true, true).await
+}
+
+/// [`run`], lifting the claims' finalizer only when `claims_on` and the
+/// volumes' only when `volumes_on` (two controllers upstream).
+pub async fn run_with(ctx: Arc<Context>, claims_on: bool, volumes_on: bool) {
     let claims = ctx.informers.get(&claims_ref());
     let volumes = ctx.informers.get(&volumes_ref());
     let pods_informer = ctx.informers.get(&ResourceRef::core("pods"));
@@ -54,13 +60,13 @@ pub async fn run(ctx: Arc<Context>) {
     let volume_queue: Arc<WorkQueue<ObjectKey>> = WorkQueue::new(ctx.clock.clone());
     let q = claim_queue.clone();
     claims.on_change(move |c| {
-        if !matches!(c, Change::Deleted(_)) && holds(c.object(), PVC_PROTECTION) {
+        if claims_on && !matches!(c, Change::Deleted(_)) && holds(c.object(), PVC_PROTECTION) {
             q.add(ObjectKey::of(c.object()));
         }
     });
     let q = volume_queue.clone();
     volumes.on_change(move |c| {
-        if !matches!(c, Change::Deleted(_)) && holds(c.object(), PV_PROTECTION) {
+        if volumes_on && !matches!(c, Change::Deleted(_)) && holds(c.object(), PV_PROTECTION) {
             q.add(ObjectKey::of(c.object()));
         }
     });
@@ -68,7 +74,7 @@ pub async fn run(ctx: Arc<Context>) {
     let (q, claim_cache) = (claim_queue.clone(), claims.cache());
     pods_informer.on_change(move |c| {
         let pod = c.object();
-        if !matches!(c, Change::Deleted(_)) && uses_claims(pod) {
+        if !claims_on || (!matches!(c, Change::Deleted(_)) && uses_claims(pod)) {
             return;
         }
         for name in claim_names(pod) {

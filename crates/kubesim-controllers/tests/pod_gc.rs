@@ -39,6 +39,7 @@ async fn terminated_pods_beyond_the_threshold_go_evicted_first_then_oldest() {
     let env = start_with(Options {
         node_lifecycle: false,
         terminated_pod_gc_threshold: 3,
+        ..Default::default()
     })
     .await;
     env.create_node("n1").await;

@@ -360,12 +360,35 @@ fn inlines(
     ty: &str,
     props: &HashMap<String, String>,
 ) -> bool {
+    inlines_within(messages, ty, props, 3)
+}
+
+/// [`inlines`], following embedded structs at most `depth` levels down
+/// (some messages contain themselves).
+fn inlines_within(
+    messages: &BTreeMap<String, Vec<PbField>>,
+    ty: &str,
+    props: &HashMap<String, String>,
+    depth: u32,
+) -> bool {
     let Some(fields) = messages.get(ty) else {
         return false;
     };
+    if depth == 0 {
+        return false;
+    }
+    // A field counts when the parent has it, or when it is itself an
+    // embedded struct whose fields the parent has (`Rule` inside
+    // `RuleWithOperations` inside `NamedRuleWithOperations`).
     let known = fields
         .iter()
-        .filter(|f| props.contains_key(&normalize(&f.name)))
+        .filter(|f| {
+            props.contains_key(&normalize(&f.name))
+                || (!f.repeated
+                    && !f.map
+                    && !is_scalar(&f.ty)
+                    && inlines_within(messages, &f.ty, props, depth - 1))
+        })
         .count();
     known * 2 > fields.len()
 }

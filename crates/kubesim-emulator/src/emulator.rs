@@ -29,6 +29,10 @@ pub struct EmulatorConfig {
     pub leases: bool,
     /// Publish emulated resource usage as metrics every 15 s.
     pub usage: bool,
+    /// Publish a CSINode per emulated node, as kubelets do, for a real
+    /// kube-scheduler and controller manager (a batch simulation with the
+    /// built-in scheduler needs none, and skips the writes).
+    pub csi_nodes: bool,
     /// A helper thread for work whose results are wanted later (the
     /// patches of delayed stages, rendered ahead).
     pub ahead: Option<kubesim_runtime::Ahead>,
@@ -43,6 +47,7 @@ impl Default for EmulatorConfig {
             stages: None,
             leases: true,
             usage: true,
+            csi_nodes: true,
             ahead: None,
         }
     }
@@ -199,6 +204,16 @@ impl Emulator {
             ),
             stages,
             create,
+            async {
+                if config.csi_nodes {
+                    crate::nodes::csinode::run(
+                        api.clone(),
+                        informers.clone(),
+                        config.selector.clone(),
+                    )
+                    .await
+                }
+            },
         );
     }
 }

@@ -143,3 +143,85 @@ async fn leases_are_renewed_until_a_node_is_silenced() {
     runner.abort();
     controllers.abort();
 }
+
+/// Names of the CSINodes and the node each is owned by.
+async fn csi_nodes(api: &Arc<dyn Api>) -> Vec<(String, String)> {
+    let l = api
+        .list(
+            &ResourceRef::new("storage.k8s.io", "v1", "csinodes"),
+            "",
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap();
+    l["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                meta::name(c).to_string(),
+                c["metadata"]["ownerReferences"][0]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn emulated_nodes_publish_csinodes_that_go_with_them() {
+    let (api, clock, server) = server().await;
+    let controllers = tokio::spawn(kubesim_controllers::run_all(
+        Arc::new(InProcess::new(server.clone(), "kube-controller-manager")),
+        server.registry.clone(),
+        clock.clone(),
+        None,
+    ));
+    let emulator = tokio::spawn(kubesim_emulator::run(
+        Arc::new(InProcess::new(server.clone(), "kubesim-emulator")),
+        clock.clone(),
+        Rng::seeded(2),
+        kubesim_emulator::EmulatorConfig {
+            nodes: 2,
+            ..Default::default()
+        },
+    ));
+    // A node nobody marked as emulated has a kubelet of its own.
+    let mut real = NodeTemplate::default().node(9);
+    real["metadata"]["name"] = "real".into();
+    real["metadata"]["annotations"] = serde_json::json!({});
+    api.create(&ResourceRef::core("nodes"), "", real, &Default::default())
+        .await
+        .unwrap();
+    clock.sleep(Duration::from_secs(5)).await;
+    let template = NodeTemplate::default();
+    let want: Vec<(String, String)> = (0..2)
+        .map(|i| (template.name(i), template.name(i)))
+        .collect();
+    assert_eq!(csi_nodes(&api).await, want);
+    let csinode = api
+        .get(
+            &ResourceRef::new("storage.k8s.io", "v1", "csinodes"),
+            "",
+            &template.name(0),
+        )
+        .await
+        .unwrap();
+    assert_eq!(csinode["spec"]["drivers"], serde_json::json!([]));
+
+    // Deleting the node takes its CSINode with it (garbage collector).
+    api.delete(
+        &ResourceRef::core("nodes"),
+        "",
+        &template.name(0),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    clock.sleep(Duration::from_secs(5)).await;
+    assert_eq!(csi_nodes(&api).await, want[1..].to_vec());
+    controllers.abort();
+    emulator.abort();
+}

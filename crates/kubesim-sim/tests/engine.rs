@@ -158,3 +158,66 @@ spec:
         Some(500)
     );
 }
+
+#[test]
+fn a_run_without_a_scheduler_says_nothing_ran_and_why() {
+    let mut s = setup(vec![node("n0", "2")]);
+    s.builtin_scheduler = false;
+    let run = simulate(
+        s,
+        vec![job("1", 0.0, 10.0, 1000), job("2", 5.0, 10.0, 1000)],
+    )
+    .unwrap();
+    assert!(run.outcomes.iter().all(|o| o.start.is_none()));
+    assert_eq!(
+        run.nothing_ran(false).as_deref(),
+        Some("0 of 2 jobs ran: no scheduler bound a pod")
+    );
+
+    // With the scheduler, the same jobs run and nothing is said.
+    let run = simulate(
+        setup(vec![node("n0", "2")]),
+        vec![job("1", 0.0, 10.0, 1000), job("2", 5.0, 10.0, 1000)],
+    )
+    .unwrap();
+    assert_eq!(run.nothing_ran(true), None);
+}
+
+#[test]
+fn a_run_whose_jobs_never_fit_says_so() {
+    let run = simulate(
+        setup(vec![node("n0", "1")]),
+        vec![job("big", 0.0, 1.0, 4000)],
+    )
+    .unwrap();
+    let why = run.nothing_ran(true).expect("nothing ran");
+    assert!(why.starts_with("0 of 1 jobs ran: "), "{why}");
+    assert!(!why.contains("no scheduler"), "{why}");
+}
+
+#[test]
+fn controllers_can_be_turned_off_in_a_simulation() {
+    // A Job manifest at t=0: its pod exists only if the job controller
+    // runs; a plain job's pod needs no controller.
+    let manifest = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "batch", "namespace": "default"},
+        "spec": {"template": {"metadata": {"annotations": {"kubesim.io/run-duration": "5s"}},
+            "spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox",
+                    "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}}]}}}});
+    let mut batch = job("batch", 0.0, 5.0, 1000);
+    batch.manifest = Some(manifest);
+    let plain = job("plain", 10.0, 1.0, 1000);
+    for (controllers, job_ran) in [("*", true), ("*,-job-controller", false), ("none", false)] {
+        let mut s = setup(vec![node("n0", "4")]);
+        s.controllers = kubesim_controllers::Controllers::parse(controllers).unwrap();
+        s.until = Some(std::time::Duration::from_secs(60));
+        let run = simulate(s, vec![batch.clone(), plain.clone()]).unwrap();
+        assert_eq!(run.outcomes[0].start.is_some(), job_ran, "{controllers}");
+        assert_eq!(
+            run.outcomes[1].state,
+            FinalState::CompletedSuccessfully,
+            "{controllers}"
+        );
+    }
+}

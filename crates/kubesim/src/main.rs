@@ -42,6 +42,9 @@ enum Command {
     /// Start a cluster: serve the Kubernetes API on an embedded store.
     ///
     /// Example: kubesim up --listen 127.0.0.1:6443 --data-dir ./.kubesim
+    ///
+    /// Beside a real kube-scheduler and kube-controller-manager:
+    /// kubesim up --nodes 100 --scheduler none --controllers none
     Up(cmd::up::UpArgs),
     /// Measure kubesim (the figures in docs/performance.md).
     ///

@@ -61,7 +61,7 @@ fn discovery_and_explain() {
     let explain = c.ok(&["explain", "pod.spec.containers"]);
     assert!(explain.contains("image"), "{explain}");
     let version = c.ok(&["version", "-o", "json"]);
-    assert!(version.contains("\"minor\": \"33\""), "{version}");
+    assert!(version.contains("\"minor\": \"36\""), "{version}");
     let ns = c.ok(&["get", "namespaces", "-o", "name"]);
     for want in [
         "namespace/default",

@@ -130,6 +130,25 @@ impl Served {
         self.stdout.extend(self.lines.iter());
         (self.stdout.join("\n"), self.out.clone())
     }
+
+    /// Like [`Served::finish`] for a run that must fail (one that started
+    /// no job): its stdout and its stderr.
+    fn finish_failing(mut self) -> (String, String) {
+        let deadline = Instant::now() + HANG;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("the simulation hung:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(!status.success(), "kubesim succeeded:\n{}", self.log());
+        self.stdout.extend(self.lines.iter());
+        (self.stdout.join("\n"), self.log())
+    }
 }
 
 impl Drop for Served {
@@ -367,9 +386,11 @@ fn a_run_nobody_schedules_still_ends() {
         DELAYS,
         &["--nodes", "2", "--node-cpu", "2", "--serve-timeout", "1s"],
     );
-    let (printed, out) = served.finish();
+    let out = served.out.clone();
+    let (printed, log) = served.finish_failing();
     assert!(printed.contains("export KUBECONFIG="), "{printed}");
-    assert!(printed.contains("0 finished"), "{printed}");
+    assert!(printed.contains("none started"), "{printed}");
+    assert!(!printed.contains("mean waiting"), "{printed}");
     assert!(
         printed.contains(
             "10 jobs did not finish: 10 waiting for a node, 0 running, 0 not submitted yet"
@@ -377,6 +398,12 @@ fn a_run_nobody_schedules_still_ends() {
         "{printed}"
     );
     assert!(printed.contains("no client watched pods"), "{printed}");
+    assert!(
+        log.contains(
+            "0 of 10 jobs ran: no scheduler bound a pod (no client watched pods within --serve-timeout)"
+        ),
+        "{log}"
+    );
     assert!(jobs_csv(&out).is_empty(), "unfinished jobs have no row");
 }
 
@@ -395,12 +422,16 @@ async fn a_watcher_that_never_binds_stops_at_until() {
             .boxed();
         while events.next().await.is_some() {}
     });
-    let (printed, _) = tokio::task::spawn_blocking(move || served.finish())
+    let (printed, log) = tokio::task::spawn_blocking(move || served.finish_failing())
         .await
         .unwrap();
     watch.abort();
     // Jobs 0..6 were submitted by 20 s (one every 3 s); none started.
     assert!(printed.contains("simulated 20 s"), "{printed}");
+    assert!(
+        log.contains("0 of 10 jobs ran: no scheduler bound a pod"),
+        "{log}"
+    );
     assert!(
         printed.contains(
             "10 jobs did not finish: 7 waiting for a node, 0 running, 3 not submitted yet"
@@ -411,19 +442,28 @@ async fn a_watcher_that_never_binds_stops_at_until() {
 }
 
 #[test]
-fn an_external_scheduler_needs_serve() {
-    let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-        .args(["simulate", "--nodes", "1", "--scheduler", "external"])
-        .arg("--workload")
-        .arg(testdata(DELAYS))
-        .arg("--out")
-        .arg(out_dir("external"))
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    assert!(err.contains("--scheduler external needs --serve"), "{err}");
+fn a_run_without_a_scheduler_says_nothing_ran() {
+    // `external` is the older spelling of `none`.
+    for choice in ["none", "external"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
+            .args(["simulate", "--nodes", "1", "--scheduler", choice])
+            .arg("--workload")
+            .arg(testdata(DELAYS))
+            .arg("--out")
+            .arg(out_dir(&format!("no-scheduler-{choice}")))
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        // The run's own warning may precede it; the error is one line.
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            err.trim().lines().last(),
+            Some("kubesim: 0 of 10 jobs ran: no scheduler bound a pod"),
+            "{err}"
+        );
+        let printed = String::from_utf8_lossy(&o.stdout);
+        assert!(!printed.contains("mean waiting"), "{printed}");
+    }
 }
 
 #[test]

@@ -18,6 +18,7 @@ use super::route::{self, ResourcePath, Route};
 use super::{
     bytes_response, error_response, json_response, value_response, with_warnings, App, MAX_BODY,
 };
+use crate::service::approval::ApprovalChange;
 use crate::service::read::list_json;
 use crate::service::subresource::ScaleChange;
 use crate::service::{Caller, WatchRequest};
@@ -149,12 +150,12 @@ impl WithContentType for Response {
 pub fn version() -> Value {
     json!({
         "major": "1",
-        "minor": "33",
-        "gitVersion": "v1.33.0-kubesim",
+        "minor": "36",
+        "gitVersion": "v1.36.0-kubesim",
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z",
-        "goVersion": "go1.24.0",
+        "goVersion": "go1.25.0",
         "compiler": "gc",
         "platform": "linux/amd64",
     })
@@ -344,6 +345,13 @@ async fn resource(
                     200,
                     &server.finalize_namespace(name, &body, &caller).await?,
                 )),
+                Some("approval") => {
+                    let format = negotiate::format(accept.as_deref())?;
+                    let res = server
+                        .write_approval(&r, name, ApprovalChange::Replace(body), &opts, &caller)
+                        .await?;
+                    render_one(app, &r, &q, format, 200, res.obj, &res.warnings)
+                }
                 _ => {
                     let format = negotiate::format(accept.as_deref())?;
                     let res = server
@@ -378,6 +386,12 @@ async fn resource(
                 return Ok(value_response(200, &s));
             }
             let format = negotiate::format(accept.as_deref())?;
+            if sub == Some("approval") {
+                let res = server
+                    .write_approval(&r, name, ApprovalChange::Patch(kind, &body), &opts, &caller)
+                    .await?;
+                return render_one(app, &r, &q, format, 200, res.obj, &res.warnings);
+            }
             let res = server
                 .patch(
                     &r,

@@ -5,6 +5,7 @@
 //! across the network get exactly the same behaviour.
 
 mod apart;
+pub mod approval;
 pub mod attrs;
 mod bootstrap;
 mod bounded;

@@ -1,6 +1,8 @@
 //! The create-only review kinds (SelfSubjectAccessReview,
-//! SelfSubjectRulesReview, SelfSubjectReview): the answer is computed from
-//! the request and returned with 201, and nothing is stored, as upstream.
+//! SelfSubjectRulesReview, SelfSubjectReview, and SubjectAccessReview and
+//! LocalSubjectAccessReview, which ask about another user): the answer is
+//! computed from the request and returned with 201, and nothing is
+//! stored, as upstream.
 //!
 //! kubesim has one identity (whoever holds the cluster's token, or anyone
 //! when it has none) and no authorizer, so every review reports that
@@ -30,7 +32,10 @@ impl Server {
     ) -> Result<WriteResult, ApiError> {
         let warnings = self.check_body(resource, &mut obj, opts)?;
         let status = match resource.kind.as_str() {
-            "SelfSubjectAccessReview" => access_review(&obj)?,
+            "SelfSubjectAccessReview" => access_review(&obj, &resource.kind)?,
+            "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+                subject_access_review(&obj, &resource.kind)?
+            }
             "SelfSubjectRulesReview" => rules_review(&obj)?,
             "SelfSubjectReview" => json!({
                 "userInfo": {"username": USERNAME, "groups": GROUPS},
@@ -55,7 +60,7 @@ impl Server {
 
 /// Exactly one of resourceAttributes and nonResourceAttributes, as
 /// upstream's validation demands; the answer is always yes.
-fn access_review(obj: &Value) -> Result<Value, ApiError> {
+fn access_review(obj: &Value, kind: &str) -> Result<Value, ApiError> {
     let spec = &obj["spec"];
     let has = |k: &str| spec.get(k).is_some_and(|v| !v.is_null());
     let cause = match (has("resourceAttributes"), has("nonResourceAttributes")) {
@@ -72,14 +77,31 @@ fn access_review(obj: &Value) -> Result<Value, ApiError> {
         )),
     };
     if let Some(c) = cause {
-        return Err(ApiError::invalid(
-            "SelfSubjectAccessReview",
-            "authorization.k8s.io",
-            "",
-            vec![c],
-        ));
+        return Err(ApiError::invalid(kind, "authorization.k8s.io", "", vec![c]));
     }
     Ok(json!({"allowed": true, "reason": ALLOWED_REASON}))
+}
+
+/// A question about another user: as [`access_review`], naming the user
+/// or at least one group, as upstream's validation demands. Every user
+/// may do everything here, so the answer is yes.
+fn subject_access_review(obj: &Value, kind: &str) -> Result<Value, ApiError> {
+    let spec = &obj["spec"];
+    let user = spec["user"].as_str().unwrap_or("");
+    let groups = spec["groups"].as_array().is_some_and(|g| !g.is_empty());
+    if user.is_empty() && !groups {
+        return Err(ApiError::invalid(
+            kind,
+            "authorization.k8s.io",
+            "",
+            vec![Cause::invalid(
+                "spec.user",
+                "\"\"",
+                "at least one of user or group must be specified",
+            )],
+        ));
+    }
+    access_review(obj, kind)
 }
 
 /// Every verb on everything, in the namespace asked about.
@@ -161,6 +183,26 @@ mod tests {
             .await
             .expect("whoami");
         assert_eq!(me.obj["status"]["userInfo"]["username"], USERNAME);
+    }
+
+    #[tokio::test]
+    async fn subject_access_reviews_name_someone() {
+        let s = server();
+        let body = json!({"spec": {"user": "system:node:n1", "groups": ["system:nodes"],
+            "resourceAttributes": {"group": "certificates.k8s.io", "resource": "certificatesigningrequests",
+                "verb": "create", "subresource": "nodeclient"}}});
+        let res = create(&s, "subjectaccessreviews", body)
+            .await
+            .expect("review");
+        assert_eq!(res.obj["status"]["allowed"], true);
+        assert_eq!(res.obj["kind"], "SubjectAccessReview");
+        let anonymous =
+            json!({"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}});
+        let err = create(&s, "subjectaccessreviews", anonymous)
+            .await
+            .err()
+            .expect("invalid");
+        assert_eq!(err.code, 422);
     }
 
     #[test]

@@ -81,6 +81,10 @@ impl Server {
                 super::crd::admit_crd(obj);
                 Ok(())
             }
+            ("certificates.k8s.io", "certificatesigningrequests") if old.is_none() => {
+                super::approval::admit_csr(obj);
+                Ok(())
+            }
             _ => Ok(()),
         }
     }

@@ -136,7 +136,7 @@ pub fn calculate(r: &Rollout, now: &jiff::Timestamp) -> Value {
     let sum = |ptr: &str| all.iter().map(|rs| int(rs, ptr)).sum::<i64>();
     let available = sum("/status/availableReplicas");
     let desired_total: i64 = all.iter().map(|rs| spec_replicas(rs)).sum();
-    let mut status = json!({
+    let counts = json!({
         "observedGeneration": int(&r.d, "/metadata/generation"),
         "replicas": sum("/status/replicas"),
         "updatedReplicas": r.new_rs.as_ref().map(|rs| int(rs, "/status/replicas")).unwrap_or(0),
@@ -144,12 +144,10 @@ pub fn calculate(r: &Rollout, now: &jiff::Timestamp) -> Value {
         "availableReplicas": available,
         "unavailableReplicas": (desired_total - available).max(0),
     });
-    if let Some(cc) = r.d.pointer("/status/collisionCount") {
-        status["collisionCount"] = cc.clone();
-    }
-    if let Some(conds) = r.d.pointer("/status/conditions") {
-        status["conditions"] = conds.clone();
-    }
+    // The counts over the stored status: collisionCount, the conditions
+    // (updated below) and fields this controller does not compute
+    // (terminatingReplicas) carry over.
+    let mut status = crate::status_write::overlay(r.d.get("status"), counts, &[]);
     let stamp = meta::format_time(*now);
     if available >= r.replicas() - r.max_unavailable() {
         set_condition(

@@ -93,14 +93,24 @@ pub struct JobController {
     ctx: Arc<Context>,
     queue: Arc<WorkQueue<ObjectKey>>,
     expect: Expectations,
+    /// Delete finished Jobs past `ttlSecondsAfterFinished` (upstream's
+    /// ttl-after-finished-controller, done here on the same Jobs).
+    ttl_after_finished: bool,
 }
 
 impl JobController {
     pub fn new(ctx: Arc<Context>) -> Arc<Self> {
+        Self::new_with(ctx, true)
+    }
+
+    /// [`JobController::new`], deleting finished Jobs after their TTL only
+    /// when `ttl_after_finished`.
+    pub fn new_with(ctx: Arc<Context>, ttl_after_finished: bool) -> Arc<Self> {
         Arc::new(JobController {
             queue: WorkQueue::new(ctx.clock.clone()),
             ctx,
             expect: Expectations::default(),
+            ttl_after_finished,
         })
     }
 
@@ -412,6 +422,9 @@ impl JobController {
 
         if finished {
             self.delete_pods(key, &job, &active).await?;
+            if !self.ttl_after_finished {
+                return Ok(None);
+            }
             return ttl::after_finished(&self.ctx, &job, now_ts).await;
         }
 
@@ -608,7 +621,8 @@ impl JobController {
         if status.get("uncountedTerminatedPods").is_none() {
             status["uncountedTerminatedPods"] = json!({});
         }
-        if status != old_status {
+        // Zero counts equal absent ones: upstream's controller omits them.
+        if !crate::status_write::same(Some(&old_status), &status) {
             let mut job = job;
             job["status"] = status;
             self.write_status(job).await?;

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use crate::resource::ResourceInfo;
 
 mod cluster;
+mod control_plane;
 pub mod pod;
 mod service;
 pub mod storage;
@@ -87,6 +88,23 @@ pub fn apply_scheme(resource: &ResourceInfo, obj: &mut Value) {
         ("autoscaling", "HorizontalPodAutoscaler") => cluster::default_hpa(obj),
         ("scheduling.k8s.io", "PriorityClass") => cluster::default_priority_class(obj),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => cluster::default_crd(obj),
+        ("storage.k8s.io", "CSIDriver") => control_plane::default_csi_driver(obj),
+        ("resource.k8s.io", "ResourceClaim") => control_plane::default_resource_claim(obj),
+        ("resource.k8s.io", "ResourceClaimTemplate") => {
+            control_plane::default_resource_claim_template(obj)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            control_plane::default_validating_admission_policy(obj)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            control_plane::default_policy_binding(obj)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            control_plane::default_webhook_configuration(obj, false)
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            control_plane::default_webhook_configuration(obj, true)
+        }
         _ => {}
     }
 }

@@ -13,7 +13,7 @@ use super::generate::{
 use crate::resource::{Registry, ResourceInfo};
 
 /// The Kubernetes version the documents claim to describe.
-pub const KUBERNETES_VERSION: &str = "v1.33.0";
+pub const KUBERNETES_VERSION: &str = "v1.36.0";
 
 /// A rendered group-version document with its serialized form and hash, so
 /// the server can answer without re-serializing and clients can cache by

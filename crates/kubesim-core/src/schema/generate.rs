@@ -61,7 +61,7 @@ pub fn ref_name(reference: &str) -> Option<&str> {
 
 /// Adds `T`'s schema (and everything it references) to the generator and
 /// returns its definition name.
-fn add<T: JsonSchema>(gen: &mut SchemaGenerator) -> Option<String> {
+pub(super) fn add<T: JsonSchema>(gen: &mut SchemaGenerator) -> Option<String> {
     let schema = gen.subschema_for::<T>();
     let reference = schema.get("$ref")?.as_str()?;
     // schemars builds the ref from the configured definitions path; only the
@@ -140,7 +140,7 @@ fn add_kind(gen: &mut SchemaGenerator, group: &str, version: &str, kind: &str) -
         ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => {
             add::<apiextensions::CustomResourceDefinition>(gen)
         }
-        _ => None,
+        _ => super::control_plane_kinds::add_kind(gen, group, version, kind),
     }
 }
 
@@ -155,6 +155,8 @@ fn has_list(kind: &str) -> bool {
             | "TokenRequest"
             | "SelfSubjectReview"
             | "SelfSubjectAccessReview"
+            | "SubjectAccessReview"
+            | "LocalSubjectAccessReview"
             | "SelfSubjectRulesReview"
     )
 }

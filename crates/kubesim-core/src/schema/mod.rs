@@ -5,6 +5,7 @@
 //! use their CRD's `openAPIV3Schema`.
 
 mod decode;
+mod control_plane_kinds;
 mod document;
 mod duplicates;
 mod extensions;

@@ -8,6 +8,7 @@
 mod age;
 mod columns;
 mod config;
+mod control_plane;
 mod crd;
 mod default;
 mod events;
@@ -131,6 +132,64 @@ fn builtin(group: &str, plural: &str) -> Option<(ColumnsFn, RowFn)> {
         }
         ("storage.k8s.io", "storageclasses") => {
             (storage::storageclass_columns, storage::storageclass_row)
+        }
+        ("storage.k8s.io", "csinodes") => {
+            (control_plane::csinode_columns, control_plane::csinode_row)
+        }
+        ("storage.k8s.io", "csidrivers") => (
+            control_plane::csidriver_columns,
+            control_plane::csidriver_row,
+        ),
+        ("storage.k8s.io", "csistoragecapacities") => (
+            control_plane::csistoragecapacity_columns,
+            control_plane::csistoragecapacity_row,
+        ),
+        ("storage.k8s.io", "volumeattachments") => (
+            control_plane::volumeattachment_columns,
+            control_plane::volumeattachment_row,
+        ),
+        ("storage.k8s.io", "volumeattributesclasses") => (
+            control_plane::volumeattributesclass_columns,
+            control_plane::volumeattributesclass_row,
+        ),
+        ("resource.k8s.io", "resourceclaims") => (
+            control_plane::resourceclaim_columns,
+            control_plane::resourceclaim_row,
+        ),
+        ("resource.k8s.io", "resourceslices") => (
+            control_plane::resourceslice_columns,
+            control_plane::resourceslice_row,
+        ),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+        | ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
+            (control_plane::webhook_columns, control_plane::webhook_row)
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            (control_plane::vap_columns, control_plane::vap_row)
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => (
+            control_plane::vap_binding_columns,
+            control_plane::vap_binding_row,
+        ),
+        ("networking.k8s.io", "servicecidrs") => (
+            control_plane::servicecidr_columns,
+            control_plane::servicecidr_row,
+        ),
+        ("networking.k8s.io", "ipaddresses") => (
+            control_plane::ipaddress_columns,
+            control_plane::ipaddress_row,
+        ),
+        ("networking.k8s.io", "ingressclasses") => (
+            control_plane::ingressclass_columns,
+            control_plane::ingressclass_row,
+        ),
+        ("certificates.k8s.io", "certificatesigningrequests") => {
+            (control_plane::csr_columns, control_plane::csr_row)
+        }
+        // Printed by upstream as Name and Created At; Age reads better
+        // beside the other kinds of their group.
+        ("resource.k8s.io", "deviceclasses" | "resourceclaimtemplates") => {
+            (control_plane::name_age_columns, control_plane::name_age_row)
         }
         _ => return None,
     };

@@ -13,6 +13,7 @@ use crate::resource::ResourceInfo;
 
 pub mod cluster;
 pub mod config;
+pub mod control_plane;
 pub mod crd;
 pub mod cron;
 pub mod fields;
@@ -38,6 +39,9 @@ pub fn name_rule(resource: &ResourceInfo) -> NameRule {
         // RBAC names carry `:` (system:controller:...), so only the URL
         // restrictions apply.
         ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
+        // An IPAddress is named by its address (IPv6 has `:`), checked
+        // for canonical form by its own validation.
+        ("networking.k8s.io", "IPAddress") => NameRule::PathSegment,
         _ => NameRule::Dns1123Subdomain,
     }
 }
@@ -81,6 +85,37 @@ pub fn validate(resource: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Ve
         ("policy", "PodDisruptionBudget") => policy::validate_pdb(obj),
         ("autoscaling", "HorizontalPodAutoscaler") => policy::validate_hpa(obj),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd::validate_crd(obj, old),
+        ("storage.k8s.io", "CSINode") => control_plane::validate_csi_node(obj),
+        ("storage.k8s.io", "CSIDriver") => control_plane::validate_csi_driver(obj, old),
+        ("storage.k8s.io", "CSIStorageCapacity") => {
+            control_plane::validate_csi_storage_capacity(obj)
+        }
+        ("storage.k8s.io", "VolumeAttachment") => {
+            control_plane::validate_volume_attachment(obj, old)
+        }
+        ("storage.k8s.io", "VolumeAttributesClass") => {
+            control_plane::validate_volume_attributes_class(obj, old)
+        }
+        ("resource.k8s.io", "ResourceClaim") => control_plane::validate_resource_claim(obj, old),
+        ("resource.k8s.io", "ResourceClaimTemplate") => {
+            control_plane::validate_resource_claim_template(obj, old)
+        }
+        ("resource.k8s.io", "ResourceSlice") => control_plane::validate_resource_slice(obj, old),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            control_plane::validate_validating_admission_policy(obj)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            control_plane::validate_policy_binding(obj)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration")
+        | ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            control_plane::validate_webhook_configuration(obj)
+        }
+        ("networking.k8s.io", "ServiceCIDR") => control_plane::validate_service_cidr(obj),
+        ("networking.k8s.io", "IPAddress") => control_plane::validate_ip_address(obj, old),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            control_plane::validate_csr(obj, old)
+        }
         _ => Vec::new(),
     });
     out

@@ -2,6 +2,7 @@
 //! creates them, and the kubelet heartbeat (Leases) for every emulated node.
 
 pub(crate) mod cidr;
+pub mod csinode;
 pub mod lease;
 pub mod pool;
 pub mod template;

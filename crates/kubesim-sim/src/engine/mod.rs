@@ -74,6 +74,9 @@ pub struct Setup {
     /// Terminated pods kept before the pod garbage collector deletes the
     /// oldest (0: all are kept).
     pub terminated_pod_gc_threshold: usize,
+    /// Which of kubesim's controllers run (kube-controller-manager's
+    /// `--controllers`), so that a real controller manager can take over.
+    pub controllers: kubesim_controllers::Controllers,
 }
 
 impl Setup {
@@ -93,6 +96,7 @@ impl Setup {
             builtin_scheduler: true,
             serve: None,
             terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
+            controllers: Default::default(),
         }
     }
 }
@@ -115,6 +119,49 @@ pub struct Run {
     pub simulated: f64,
     /// With `serve`: how the outside clients kept up.
     pub lockstep: Option<LockstepReport>,
+}
+
+impl Run {
+    /// When none of the jobs that run pods ever started: "0 of N jobs ran:"
+    /// and why, from what the run saw. A run that started nothing has no
+    /// waiting times or makespan worth printing; its zeros would read as a
+    /// perfect schedule. `builtin_scheduler` says whether kubesim's
+    /// scheduler was running.
+    pub fn nothing_ran(&self, builtin_scheduler: bool) -> Option<String> {
+        let followed: Vec<&Outcome> = self
+            .outcomes
+            .iter()
+            .filter(|o| o.state != FinalState::NotFollowed)
+            .collect();
+        if followed.is_empty() || followed.iter().any(|o| o.start.is_some()) {
+            return None;
+        }
+        let n = followed.len();
+        let submitted = followed.iter().filter(|o| o.submitted.is_some()).count();
+        let bound = followed.iter().filter(|o| o.node.is_some()).count();
+        let rejected = followed
+            .iter()
+            .filter(|o| o.state == FinalState::Rejected)
+            .count();
+        let why = if submitted == 0 {
+            "none was submitted before the simulation ended".to_string()
+        } else if rejected == submitted {
+            "every job was rejected (no node could ever hold its pod)".to_string()
+        } else if bound > 0 {
+            format!("{bound} pods were bound to nodes but none started")
+        } else if !builtin_scheduler {
+            match self.lockstep {
+                Some(l) if !l.connected => {
+                    "no scheduler bound a pod (no client watched pods within --serve-timeout)"
+                        .to_string()
+                }
+                _ => "no scheduler bound a pod".to_string(),
+            }
+        } else {
+            "the scheduler bound no pod (no node fits them)".to_string()
+        };
+        Some(format!("0 of {n} jobs ran: {why}"))
+    }
 }
 
 /// How a served run went for its clients.
@@ -206,6 +253,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         kubesim_controllers::Options {
             node_lifecycle: false,
             terminated_pod_gc_threshold: setup.terminated_pod_gc_threshold,
+            controllers: setup.controllers.clone(),
         },
     ));
     if setup.builtin_scheduler {
@@ -253,6 +301,9 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             stages: Some(stages),
             leases: false,
             usage: false,
+            // Only a scheduler outside the process reads CSINodes; the
+            // built-in one would be given writes that change nothing.
+            csi_nodes: setup.serve.is_some(),
             ahead: ahead.clone(),
             ..Default::default()
         },

@@ -173,6 +173,8 @@ async fn in_process(
         node_template: None,
         stages: Vec::new(),
         terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
+        scheduler: super::simulate_serve::SchedulerChoice::Builtin,
+        controllers: "*".into(),
     };
     let started = super::up::start(&up).await?;
     std::fs::create_dir_all(&dir)?;

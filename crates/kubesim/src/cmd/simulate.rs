@@ -67,6 +67,12 @@ pub struct SimulateArgs {
     /// them all: faster, with memory growing with the jobs).
     #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]
     pub terminated_pod_gc_threshold: usize,
+    /// The controllers to run, with kube-controller-manager's names and
+    /// syntax: `*` (those on by default), `name`, `-name`, or `none`; for
+    /// example `*,-job-controller` to let a real controller manager run
+    /// the Jobs.
+    #[arg(long, value_name = "LIST", default_value = "*")]
+    pub controllers: String,
     #[command(flatten)]
     pub serve: super::simulate_serve::ServeArgs,
 }
@@ -187,7 +193,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let builtin_scheduler = args.serve.builtin_scheduler()?;
+    let controllers = kubesim_controllers::Controllers::parse(&args.controllers)
+        .map_err(|e| anyhow::anyhow!("bad --controllers: {e}"))?;
+    let builtin_scheduler = args.serve.builtin_scheduler();
     let stages = read_stages(&args.stages)?;
     let serve = args.serve.prepare(&args.out)?;
     let setup = Setup {
@@ -203,6 +211,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         builtin_scheduler,
         serve,
         terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
+        controllers,
     };
     let n_jobs = jobs.len();
     let wall = Clock::wall();
@@ -212,17 +221,28 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     output::write_all(&args.out, &run)
         .with_context(|| format!("cannot write results to {}", args.out.display()))?;
     let s = output::summary::Summary::of(&run);
-    println!(
-        "{n_jobs} jobs on {} nodes: makespan {:.1} s, mean waiting {:.1} s, {} finished, {} rejected; \
-         simulated {:.0} s in {wall_seconds:.2} s of wall time ({:.0}x)",
-        run.nodes.len(),
-        s.makespan,
-        s.mean_waiting,
-        s.nb_finished,
-        s.nb_rejected,
-        run.simulated,
-        run.simulated / wall_seconds.max(1e-9)
-    );
+    let nothing_ran = run.nothing_ran(builtin_scheduler);
+    if nothing_ran.is_some() {
+        // No makespan or waiting time: the zeros of a run that started
+        // nothing would read as a perfect schedule.
+        println!(
+            "{n_jobs} jobs on {} nodes: none started; simulated {:.0} s in {wall_seconds:.2} s of wall time",
+            run.nodes.len(),
+            run.simulated,
+        );
+    } else {
+        println!(
+            "{n_jobs} jobs on {} nodes: makespan {:.1} s, mean waiting {:.1} s, {} finished, {} rejected; \
+             simulated {:.0} s in {wall_seconds:.2} s of wall time ({:.0}x)",
+            run.nodes.len(),
+            s.makespan,
+            s.mean_waiting,
+            s.nb_finished,
+            s.nb_rejected,
+            run.simulated,
+            run.simulated / wall_seconds.max(1e-9)
+        );
+    }
     if s.nb_unfinished > 0 {
         let (mut waiting, mut running, mut later) = (0, 0, 0);
         for o in &run.outcomes {
@@ -251,5 +271,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         }
     }
     println!("results in {}", args.out.display());
+    if let Some(why) = nothing_ran {
+        bail!("{why}");
+    }
     Ok(())
 }

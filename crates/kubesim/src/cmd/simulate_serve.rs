@@ -8,14 +8,15 @@ use std::time::Duration;
 use anyhow::Context;
 use kubesim_sim::engine::Serve;
 
-/// Who places the jobs' pods.
+/// Who places the pods (`up` and `simulate`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedulerChoice {
-    /// kubesim's scheduler, in process (the default without --serve).
+    /// kubesim's scheduler, in process.
     Builtin,
-    /// A scheduler outside kubesim, through the API of --serve (the
-    /// default with it).
-    External,
+    /// No scheduler of kubesim's: one outside kubesim binds the pods
+    /// through the API. `external` is the older spelling.
+    #[value(alias = "external")]
+    None,
 }
 
 #[derive(clap::Args, Debug)]
@@ -44,7 +45,9 @@ pub struct ServeArgs {
     /// then it moves on anyway (Batkube's timeout). [default: 30s]
     #[arg(long, value_name = "DURATION", requires = "serve")]
     pub serve_timeout: Option<String>,
-    /// Who places the pods: builtin or external.
+    /// Who places the pods: builtin (the default without --serve), or none
+    /// (the default with it: a scheduler outside kubesim, reaching the API
+    /// of --serve).
     #[arg(long, value_enum)]
     pub scheduler: Option<SchedulerChoice>,
 }
@@ -52,14 +55,12 @@ pub struct ServeArgs {
 const DEFAULT_LISTEN: &str = "127.0.0.1:6443";
 
 impl ServeArgs {
-    /// Whether kubesim's scheduler runs.
-    pub fn builtin_scheduler(&self) -> anyhow::Result<bool> {
-        match (self.scheduler, self.serve) {
-            (Some(SchedulerChoice::External), false) => {
-                anyhow::bail!("--scheduler external needs --serve, for the scheduler to reach")
-            }
-            (Some(c), _) => Ok(c == SchedulerChoice::Builtin),
-            (None, serve) => Ok(!serve),
+    /// Whether kubesim's scheduler runs. Without it and without --serve
+    /// nothing can bind a pod; the run then ends saying so.
+    pub fn builtin_scheduler(&self) -> bool {
+        match self.scheduler {
+            Some(c) => c == SchedulerChoice::Builtin,
+            None => !self.serve,
         }
     }
 

@@ -53,6 +53,16 @@ pub struct UpArgs {
     /// them all).
     #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]
     pub terminated_pod_gc_threshold: usize,
+    /// Who places the pods: builtin, or none (a real kube-scheduler pointed
+    /// at this cluster; `external` is accepted too).
+    #[arg(long, value_enum, default_value = "builtin")]
+    pub scheduler: super::simulate_serve::SchedulerChoice,
+    /// The controllers to run, with kube-controller-manager's names and
+    /// syntax: `*` (those on by default), `name`, `-name`, or `none`; for
+    /// example `*,-deployment-controller`, or `none` beside a real
+    /// kube-controller-manager.
+    #[arg(long, value_name = "LIST", default_value = "*")]
+    pub controllers: String,
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
@@ -195,6 +205,8 @@ pub struct Started {
 /// Opens the store and starts every component (controllers, scheduler,
 /// emulated kubelets) on the current runtime; the caller serves `app`.
 pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
+    let controllers = kubesim_controllers::Controllers::parse(&args.controllers)
+        .map_err(|e| anyhow::anyhow!("bad --controllers: {e}"))?;
     let scheduler_config = match &args.scheduler_config {
         Some(path) => kubesim_scheduler::SchedulerConfig::from_file(path)
             .map_err(|e| anyhow::anyhow!("bad --scheduler-config: {e}"))?,
@@ -262,17 +274,21 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
         pki.as_ref().map(|p| p.ca_pem.clone()),
         kubesim_controllers::Options {
             terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
+            controllers,
             ..Default::default()
         },
     ));
-    // kube-scheduler, with its own identity.
-    tokio::spawn(kubesim_scheduler::run(
-        in_process("default-scheduler"),
-        informers.clone(),
-        server.clock.clone(),
-        server.rng.clone(),
-        scheduler_config,
-    ));
+    // kube-scheduler, with its own identity, unless a real one is to bind
+    // the pods.
+    if args.scheduler == super::simulate_serve::SchedulerChoice::Builtin {
+        tokio::spawn(kubesim_scheduler::run(
+            in_process("default-scheduler"),
+            informers.clone(),
+            server.clock.clone(),
+            server.rng.clone(),
+            scheduler_config,
+        ));
+    }
     // The emulated kubelets of every emulated node; their kwok Metric
     // endpoints are served by the HTTP server below.
     let emulator = kubesim_emulator::Emulator::new(
