@@ -4,8 +4,8 @@
 //! process) plus the `x-kubernetes-*` annotations they lack; custom resources
 //! use their CRD's `openAPIV3Schema`.
 
-mod decode;
 mod control_plane_kinds;
+mod decode;
 mod document;
 mod duplicates;
 mod extensions;

@@ -68,6 +68,21 @@ fn run(source: &str, this: &Value, old: Option<&Value>) -> Result<Cel, String> {
     p.execute(&ctx).map_err(|e| e.to_string())
 }
 
+/// Whether `schema` holds an `x-kubernetes-validations` rule anywhere.
+pub(super) fn has_rules(schema: &Value, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    match schema {
+        Value::Object(m) => {
+            m.contains_key("x-kubernetes-validations")
+                || m.values().any(|v| has_rules(v, depth + 1))
+        }
+        Value::Array(items) => items.iter().any(|v| has_rules(v, depth + 1)),
+        _ => false,
+    }
+}
+
 /// Checks every rule under `schema` against `obj` (and `old`).
 pub(super) fn check_tree(schema: &Value, obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
     let mut path = String::new();

@@ -20,7 +20,11 @@ pub(super) fn validate(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<
         w.object_fields(schema, o, &mut path, true, 0);
         w.object_bounds(schema, o, &path);
     }
-    // As upstream: rules are not run over values of the wrong type.
+    // As upstream: rules are not run over values of the wrong type, and
+    // a schema that has rules says so.
+    if !cel_rules::has_rules(schema, 0) {
+        return w.out;
+    }
     if w.out.iter().any(|c| c.reason == "FieldValueTypeInvalid") {
         w.out.push(Cause::new(
             "FieldValueInvalid",
