@@ -15,7 +15,6 @@
 
 pub mod apate;
 mod crd;
-pub mod duration;
 mod emulator;
 pub mod gotpl;
 pub mod managed;

@@ -14,7 +14,6 @@ use crate::resource::ResourceInfo;
 pub mod cluster;
 pub mod config;
 pub mod crd;
-pub mod cron;
 pub mod fields;
 pub mod metadata;
 pub mod names;
