@@ -10,3 +10,4 @@
 
 pub mod cron;
 pub mod duration;
+pub mod template;

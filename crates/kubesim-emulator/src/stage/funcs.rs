@@ -12,10 +12,10 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::ippool::IpPools;
-use crate::gotpl::Funcs;
 use crate::managed::NodeSelector;
 use crate::nodes::cidr::Net;
 use crate::nodes::fnv1a;
+use kubesim_gocompat::template::Funcs;
 
 /// Where pods of a node without a podCIDR get their addresses: the shared
 /// address space (4M addresses), clear of the pod CIDRs kubesim hands out.

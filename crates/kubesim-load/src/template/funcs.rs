@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use kubesim_emulator::gotpl::Funcs;
+use kubesim_gocompat::template::Funcs;
 use kubesim_runtime::Rng;
 use serde_json::{Number, Value};
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kubesim_emulator::gotpl::Template;
+use kubesim_gocompat::template::Template;
 use kubesim_runtime::Rng;
 use parking_lot::Mutex;
 use serde_json::Value;

@@ -238,7 +238,7 @@ fn stage_templates_render_as_before() {
         "status": {"phase": "Running", "startTime": "2026-01-01T00:00:01Z",
             "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
             "allocatable": {"cpu": "16"}, "nodeInfo": {"architecture": "arm64"}}});
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/stages");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../kubesim-emulator/stages");
     let mut seen = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();

@@ -1,8 +1,10 @@
-//! Go `text/template`, as far as kwok's stage templates and common sprig
-//! use need it, evaluated over JSON values: `{{ }}` actions with trim
-//! markers, fields, variables (`:=` and `=`), pipelines, `if`/`with`/
-//! `range` with `else`, `break`/`continue`, `define`/`template`/`block`,
-//! Go's predefined functions and a sprig subset.
+//! Go `text/template`, as far as kwok's Stage templates, ClusterLoader2's
+//! configs and common sprig use need it, evaluated over JSON values:
+//! `{{ }}` actions with trim markers, fields, variables (`:=` and `=`),
+//! pipelines, `if`/`with`/`range` with `else`, `break`/`continue`,
+//! `define`/`template`/`block`, Go's predefined functions and a sprig
+//! subset. One evaluator serves every caller; what differs between kwok's
+//! and ClusterLoader2's templates is only the caller's [`Funcs`].
 
 mod builtins;
 mod exec;
@@ -23,9 +25,11 @@ pub use builtins::show;
 #[error("template: {0}")]
 pub struct TemplateError(pub String);
 
-/// Functions the caller provides beyond the built-ins (kwok's `Now`,
-/// `NodeIP`, `PodIPsWith`, ...). `None` means "no such function"; they are
-/// looked up before the built-ins, so a caller may override those.
+/// Functions the caller provides beyond the built-ins: each caller's own
+/// set (kwok's `Now`, `NodeIP`, `PodIPsWith`, ...; ClusterLoader2's
+/// `DefaultParam`, `AddInt`, `Loop`, ...). `None` means "no such
+/// function"; they are looked up before the built-ins, so a caller may
+/// override those.
 pub trait Funcs {
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>>;
 }
