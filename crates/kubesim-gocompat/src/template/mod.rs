@@ -8,8 +8,6 @@
 
 mod builtins;
 mod exec;
-#[cfg(test)]
-mod exec_before;
 mod lexer;
 mod parse;
 mod sprig;
@@ -74,14 +72,6 @@ impl Template {
         if e.out.len() > MAX_OUTPUT {
             return Err(TemplateError("output too large".into()));
         }
-        Ok(e.out)
-    }
-
-    /// Renders with the evaluator that copied what it read.
-    #[cfg(test)]
-    fn render_before(&self, data: &Value, funcs: &dyn Funcs) -> Result<String, TemplateError> {
-        let mut e = exec_before::Exec::new(funcs, &self.defines, data);
-        e.run(&self.root, data)?;
         Ok(e.out)
     }
 }
