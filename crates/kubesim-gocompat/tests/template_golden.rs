@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use kubesim_gocompat::template::{Funcs, Template};
+use kubesim_gocompat::template::{kwok, Funcs, Template};
 use serde_json::{json, Map, Value};
 
 fn dir() -> PathBuf {
@@ -26,9 +26,9 @@ fn read(name: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The callers' functions, with fixed answers, so that a render depends
-/// on the evaluator alone: `Twice`, and stand-ins for the kwok functions
-/// the Stage templates call.
+/// The callers' functions: `Twice`, kwok's functions of their arguments
+/// alone, and fixed answers for kwok's functions of the cluster and the
+/// clock, so that a render depends on this crate alone.
 struct Fixed;
 
 impl Funcs for Fixed {
@@ -43,26 +43,9 @@ impl Funcs for Fixed {
             "NodeIP" => json!("10.0.0.1"),
             "NodeIPsWith" => json!(["10.0.0.1"]),
             "PodIPsWith" => json!(["10.128.0.2"]),
-            "NodeConditions" => json!([{"type": "Ready", "status": "True",
-                "reason": "KubeletReady", "message": "kubelet is posting ready status"}]),
-            // kwok's Quote: a string JSON-quoted, anything else as JSON
-            // text, quoted.
-            "Quote" => match first {
-                Value::String(s) => json!(Value::String(s.clone()).to_string()),
-                other => json!(Value::String(other.to_string()).to_string()),
-            },
-            // kwok's YAML, for flat maps: `key: value` lines indented by
-            // two spaces per level.
-            "YAML" => {
-                let pad = "  ".repeat(args.get(1).and_then(Value::as_u64).unwrap_or(0) as usize);
-                let lines: Vec<String> = first
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, v)| format!("{pad}{k}: {v}"))
-                    .collect();
-                json!(lines.join("\n"))
-            }
+            "NodeConditions" => kwok::node_conditions(),
+            "Quote" => kwok::quote(first),
+            "YAML" => return Some(kwok::yaml(args)),
             _ => return None,
         }))
     }

@@ -7,7 +7,9 @@
 //! and ClusterLoader2's templates is only the caller's [`Funcs`].
 
 mod builtins;
+pub mod clusterloader2;
 mod exec;
+pub mod kwok;
 mod lexer;
 mod parse;
 mod sprig;
