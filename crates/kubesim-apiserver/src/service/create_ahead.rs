@@ -28,8 +28,8 @@ use kubesim_runtime::{Promise, Rng, WriteOptions};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::admission::admits_updates_alone;
 use super::bounded::Bounded;
-use super::special::admits_updates_alone;
 use super::write::manager;
 use super::{Caller, Encoded, Server};
 
@@ -77,7 +77,7 @@ fn key(resource: &ResourceInfo, ns: &str, name: &str) -> (String, String, String
 
 /// Whether what creating an object of `resource` gives depends only on
 /// the request, the time, the draws and the namespaces and PriorityClasses
-/// stored (see `special::admit`).
+/// stored (see `admission::admit`).
 fn creates_alone(resource: &ResourceInfo) -> bool {
     resource.verbs.contains(&"create")
         && !resource.is_review()

@@ -4,6 +4,7 @@
 //! call these functions, so a controller in the same process and kubectl
 //! across the network get exactly the same behaviour.
 
+mod admission;
 mod apart;
 pub mod attrs;
 mod bootstrap;
@@ -22,7 +23,6 @@ pub mod prepare_ahead;
 pub mod read;
 pub mod reviews;
 pub(crate) mod shaped;
-mod special;
 mod stamp;
 pub mod subresource;
 mod token;
@@ -55,7 +55,7 @@ pub struct Server {
     pub store: Arc<dyn Store>,
     pub clock: Clock,
     pub rng: Rng,
-    pub(crate) ips: parking_lot::Mutex<special::IpAllocator>,
+    pub(crate) ips: parking_lot::Mutex<admission::IpAllocator>,
     /// Signs and checks service account tokens; its secret is replaced by
     /// the stored one at bootstrap.
     pub(crate) tokens: parking_lot::RwLock<jwt::Signer>,
@@ -81,7 +81,7 @@ impl Server {
             store,
             clock,
             rng: rng.clone(),
-            ips: parking_lot::Mutex::new(special::IpAllocator::default()),
+            ips: parking_lot::Mutex::new(admission::IpAllocator::default()),
             tokens: parking_lot::RwLock::new(jwt::Signer::new(|| rng.uuid().into_bytes())),
             handoff: handoff::Handoff::default(),
             compactor: compaction::Compactor::default(),

@@ -23,8 +23,8 @@ use kubesim_core::{meta, ResourceInfo};
 use kubesim_runtime::WriteOptions;
 use serde_json::Value;
 
+use super::admission::admits_updates_alone;
 use super::apart::Managed;
-use super::special::admits_updates_alone;
 use super::write::{manager, patch_reads_managed, same_object, Part};
 use super::{Caller, Encoded, Server};
 
