@@ -5,7 +5,6 @@
 //! across the network get exactly the same behaviour.
 
 mod admission;
-mod apart;
 pub mod attrs;
 mod bootstrap;
 mod bounded;
@@ -17,6 +16,7 @@ mod event_ttl;
 mod handoff;
 mod jwt;
 pub mod logs;
+mod managed_fields_text;
 mod peek;
 mod predecode;
 pub mod prepare_ahead;
@@ -39,7 +39,7 @@ use kubesim_store::{Record, Store, StoreError};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-pub(crate) use apart::{decode_apart, restore_managed};
+pub(crate) use managed_fields_text::{decode_apart, restore_managed};
 pub use read::{ListResult, RvMatch};
 pub(crate) use stamp::{restamped, Encoded};
 pub use watch::{WatchFrame, WatchRequest};
@@ -167,7 +167,7 @@ pub(crate) fn encode(obj: &Value) -> Bytes {
     encode_with(obj, None)
 }
 
-/// [`encode`], with `managed` (see `apart`) written where the object's
+/// [`encode`], with `managed` (see `managed_fields_text`) written where the object's
 /// `metadata.managedFields` holds its `null` placeholder.
 pub(crate) fn encode_with(obj: &Value, managed: Option<&RawValue>) -> Bytes {
     with_buffer(|buf| {
@@ -230,7 +230,7 @@ impl serde::Serialize for HeadFirst<'_> {
         for k in HEAD {
             match (m.get(k), self.managed) {
                 (Some(Value::Object(md)), Some(managed)) if k == "metadata" => {
-                    out.serialize_entry(k, &apart::Rejoined { md, managed })?;
+                    out.serialize_entry(k, &managed_fields_text::Rejoined { md, managed })?;
                 }
                 (Some(v), _) => out.serialize_entry(k, v)?,
                 (None, _) => {}

@@ -2,7 +2,7 @@
 //! the helper thread ([`Ahead`]).
 //!
 //! Nearly every write of an object that exists starts by decoding its
-//! stored bytes (`apart::decode_apart`), and in a simulation that decode
+//! stored bytes (`managed_fields_text::decode_apart`), and in a simulation that decode
 //! sits on the one thread every component runs on: a pod is bound just
 //! after its creation, started just after its binding, finished later.
 //! The value a decode gives depends on the record's bytes alone, so it can
@@ -26,8 +26,8 @@ use kubesim_store::{Event, EventType, Record};
 use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
 
-use super::apart::{decode_apart, Managed};
 use super::bounded::Bounded;
+use super::managed_fields_text::{decode_apart, Managed};
 use super::prepare_ahead::Prepared;
 use super::Server;
 

@@ -24,7 +24,7 @@ use kubesim_runtime::WriteOptions;
 use serde_json::Value;
 
 use super::admission::admits_updates_alone;
-use super::apart::Managed;
+use super::managed_fields_text::Managed;
 use super::write::{manager, patch_reads_managed, same_object, Part};
 use super::{Caller, Encoded, Server};
 

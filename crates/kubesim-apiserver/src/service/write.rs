@@ -10,7 +10,7 @@ use kubesim_store::{Record, WriteOp};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::apart::decode_apart;
+use super::managed_fields_text::decode_apart;
 use super::prepare_ahead::Prepared;
 use super::{attrs, encode, encode_with, object_key, store_error, Caller, Encoded, Server};
 
@@ -731,7 +731,7 @@ impl Server {
 
     /// The read-modify-write loop shared by update and patch. Unless the
     /// mutation `reads_managed`, it sees the current object with a `null`
-    /// placeholder for managedFields (see `apart`): proposing the
+    /// placeholder for managedFields (see `managed_fields_text`): proposing the
     /// placeholder keeps the stored list, as proposing none does. An
     /// update prepared ahead for the current revision that is `announced`
     /// as this one is committed in place of the mutation's.
