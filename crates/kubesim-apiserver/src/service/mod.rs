@@ -13,11 +13,11 @@ mod crd;
 mod create_ahead;
 pub mod delete;
 mod event_ttl;
+mod facts_from_bytes;
 mod handoff;
 mod jwt;
 pub mod logs;
 mod managed_fields_text;
-mod peek;
 mod predecode;
 pub mod prepare_ahead;
 pub mod read;
@@ -64,7 +64,7 @@ pub struct Server {
     pub(crate) compactor: compaction::Compactor,
     /// Whether each namespace is terminating, by its revision: asked by
     /// every create.
-    pub(crate) namespaces_deleting: peek::DeletingCache,
+    pub(crate) namespaces_deleting: facts_from_bytes::DeletingCache,
     /// When each Event expires (see `event_ttl`).
     pub(crate) event_ttl: event_ttl::EventTtl,
     /// With [`Server::decode_ahead`]: committed objects decoded on a
@@ -85,7 +85,7 @@ impl Server {
             tokens: parking_lot::RwLock::new(jwt::Signer::new(|| rng.uuid().into_bytes())),
             handoff: handoff::Handoff::default(),
             compactor: compaction::Compactor::default(),
-            namespaces_deleting: peek::DeletingCache::default(),
+            namespaces_deleting: facts_from_bytes::DeletingCache::default(),
             event_ttl: event_ttl::EventTtl::default(),
             predecode: std::sync::OnceLock::new(),
             announced: create_ahead::Announced::default(),
