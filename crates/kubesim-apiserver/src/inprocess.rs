@@ -242,7 +242,8 @@ impl Api for InProcess {
         let Ok((res, opts)) = self.writing(r, ns, subresource, true, opts) else {
             return;
         };
-        if subresource == Some("scale") || crate::service::shaped::has_float(body) {
+        if subresource == Some("scale") || crate::service::decoded_without_parsing::has_float(body)
+        {
             return;
         }
         let ask = Ask {
@@ -389,7 +390,7 @@ impl Api for InProcess {
         // body holding one goes as the bytes a remote client would send,
         // so that both give the same object.
         let bytes;
-        let body = if crate::service::shaped::has_float(&body) {
+        let body = if crate::service::decoded_without_parsing::has_float(&body) {
             bytes = body.to_string().into_bytes();
             PatchBody::Bytes(&bytes)
         } else {
