@@ -15,7 +15,6 @@ pub(crate) mod decoded_without_parsing;
 pub mod delete;
 mod event_ttl;
 mod facts_from_bytes;
-mod handoff;
 mod jwt;
 pub mod logs;
 mod managed_fields_text;
@@ -26,6 +25,7 @@ pub mod reviews;
 mod stamp;
 pub mod subresource;
 mod token;
+mod values_to_watchers;
 mod versions;
 mod watch;
 pub mod write;
@@ -60,7 +60,7 @@ pub struct Server {
     /// the stored one at bootstrap.
     pub(crate) tokens: parking_lot::RwLock<jwt::Signer>,
     /// Committed values on their way to in-process watchers.
-    pub(crate) handoff: handoff::Handoff,
+    pub(crate) handoff: values_to_watchers::Handoff,
     pub(crate) compactor: compaction::Compactor,
     /// Whether each namespace is terminating, by its revision: asked by
     /// every create.
@@ -83,7 +83,7 @@ impl Server {
             rng: rng.clone(),
             ips: parking_lot::Mutex::new(admission::IpAllocator::default()),
             tokens: parking_lot::RwLock::new(jwt::Signer::new(|| rng.uuid().into_bytes())),
-            handoff: handoff::Handoff::default(),
+            handoff: values_to_watchers::Handoff::default(),
             compactor: compaction::Compactor::default(),
             namespaces_deleting: facts_from_bytes::DeletingCache::default(),
             event_ttl: event_ttl::EventTtl::default(),

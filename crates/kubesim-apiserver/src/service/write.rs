@@ -1092,7 +1092,7 @@ impl Server {
 
     /// Before a commit of `obj` to `resource`: when the caller `keep`s the
     /// value, the shapes in-process watchers wait for are copied from it
-    /// now (see `handoff`); the commit sets `resourceVersion`, so it is set
+    /// now (see `values_to_watchers`); the commit sets `resourceVersion`, so it is set
     /// to a placeholder first, where the commit will put it. Otherwise the
     /// value itself goes to them after the commit.
     fn begin_handoff(&self, resource: &ResourceInfo, obj: &mut Value, keep: bool) -> Handing {
@@ -1230,7 +1230,7 @@ impl Server {
 enum Handing {
     /// Their shapes were copied before the commit (None: nobody watches);
     /// the caller keeps the value.
-    Copied(Option<super::handoff::Prepared>),
+    Copied(Option<super::values_to_watchers::Prepared>),
     /// The value itself goes to them after the commit.
     Moved,
 }
