@@ -40,7 +40,7 @@ const KEPT: usize = 1024;
 /// What a create made ahead gives: the object to commit, the warnings the
 /// answer carries and, when made on the helper, its bytes; or the error
 /// the create answers.
-type Made = Result<(Value, Vec<String>, Option<Encoded>), ApiError>;
+type CreateOutcome = Result<(Value, Vec<String>, Option<Encoded>), ApiError>;
 
 /// The announced creates, and a count of the writes that may change what
 /// admitting a create gives.
@@ -64,11 +64,11 @@ struct Announcement {
 }
 
 enum Making {
-    Ahead(Promise<Made>),
+    Ahead(Promise<CreateOutcome>),
     /// Made already (tests make announced creates before changing what
     /// they read).
     #[cfg(test)]
-    Ready(Made),
+    Ready(CreateOutcome),
 }
 
 fn key(resource: &ResourceInfo, ns: &str, name: &str) -> (String, String, String) {
@@ -158,7 +158,7 @@ impl Server {
         opts: &WriteOptions,
         manager: &str,
         now: &str,
-    ) -> Result<Made, Value> {
+    ) -> Result<CreateOutcome, Value> {
         let Some(a) = self.announced.take(resource, ns, meta::name(&obj)) else {
             return Err(obj);
         };
