@@ -60,10 +60,10 @@ struct Announcement {
     epoch: u64,
     draws: Rng,
     /// Made on the helper thread, when there is one.
-    made: Option<Making>,
+    made: Option<OutcomeAhead>,
 }
 
-enum Making {
+enum OutcomeAhead {
     Ahead(Promise<CreateOutcome>),
     /// Made already (tests make announced creates before changing what
     /// they read).
@@ -118,7 +118,7 @@ impl Server {
             let (body, opts, manager, now) =
                 (body.clone(), opts.clone(), manager.clone(), now.to_string());
             let draws = draws.clone();
-            Making::Ahead(ahead.spawn(move || {
+            OutcomeAhead::Ahead(ahead.spawn(move || {
                 let body = Value::clone(&body);
                 let (mut obj, warnings) =
                     server.checked_create(&resource, &ns, body, &opts, &manager, &now, &draws)?;
@@ -175,9 +175,9 @@ impl Server {
             return Err(obj);
         }
         let made = match a.made {
-            Some(Making::Ahead(made)) => made.get(),
+            Some(OutcomeAhead::Ahead(made)) => made.get(),
             #[cfg(test)]
-            Some(Making::Ready(made)) => made,
+            Some(OutcomeAhead::Ready(made)) => made,
             None => {
                 let made = self.checked_create(resource, ns, obj, opts, manager, now, &a.draws);
                 return Ok(made.map(|(obj, warnings)| (obj, warnings, None)));
@@ -209,8 +209,8 @@ impl Announced {
     #[cfg(test)]
     fn make_all(&self) {
         for a in self.inner.lock().values_mut() {
-            if let Some(Making::Ahead(p)) = a.made.take() {
-                a.made = Some(Making::Ready(p.get()));
+            if let Some(OutcomeAhead::Ahead(p)) = a.made.take() {
+                a.made = Some(OutcomeAhead::Ready(p.get()));
             }
         }
     }
