@@ -14,7 +14,7 @@ use kubesim_runtime::{Api, DeleteOptions, ListOptions, ResourceRef, WatchEvent, 
 use kubesim_store::Record;
 use serde_json::{json, Value};
 
-use crate::service::prepare_ahead::Ask;
+use crate::service::prepare_ahead::AnnouncedPatch;
 use crate::service::read::list_json;
 use crate::service::subresource::ScaleChange;
 use crate::service::{Caller, WatchFrame, WatchRequest};
@@ -246,7 +246,7 @@ impl Api for InProcess {
         {
             return;
         }
-        let ask = Ask {
+        let ask = AnnouncedPatch {
             kind,
             body: body.clone(),
             subresource: subresource.map(String::from),

@@ -30,7 +30,7 @@ use super::{Caller, Encoded, Server};
 
 /// A patch a caller says it will send, and when.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Ask {
+pub struct AnnouncedPatch {
     pub kind: PatchType,
     pub body: Value,
     pub subresource: Option<String>,
@@ -41,7 +41,7 @@ pub struct Ask {
 
 /// An update prepared for a stored revision.
 pub(crate) struct Prepared {
-    ask: Ask,
+    ask: AnnouncedPatch,
     manager: String,
     /// The object to commit, without its managedFields when the revision
     /// was decoded apart (`managed` then holds the list as text).
@@ -62,7 +62,7 @@ impl Server {
         resource: &ResourceInfo,
         ns: &str,
         name: &str,
-        ask: Ask,
+        ask: AnnouncedPatch,
         caller: &Caller,
     ) {
         let Some(slots) = self.predecode.get() else {
