@@ -4,13 +4,15 @@
 //!
 //! `actions.json` holds the actions that read borrowed fields and items,
 //! and a few whose outputs were worked out by hand from text/template's
-//! rules; `stages.json` the built-in Stage templates; `random.json`
+//! rules; `stages.json` the built-in Stage templates;
+//! `clusterloader2.json` ClusterLoader2's functions; `random.json`
 //! generated actions, most of them wrong in some way, so that errors are
 //! pinned down as well as output. Run with UPDATE_GOLDEN=1 to rewrite the
 //! expected outputs from the current evaluator, then read the diff.
 
 use std::path::PathBuf;
 
+use kubesim_gocompat::template::clusterloader2::{ClusterLoader2Funcs, Draws};
 use kubesim_gocompat::template::{kwok, Funcs, Template};
 use serde_json::{json, Map, Value};
 
@@ -51,24 +53,38 @@ impl Funcs for Fixed {
     }
 }
 
+/// A random source that always draws the same number: the golden cases of
+/// ClusterLoader2's random functions are those with one possible answer.
+struct Same;
+
+impl Draws for Same {
+    fn below(&self, _n: u64) -> u64 {
+        0
+    }
+
+    fn seeded(_seed: u64) -> Self {
+        Same
+    }
+}
+
 /// What a case renders to now: `output`, or `error` when rendering fails.
-fn render(case: &Value, data: &Map<String, Value>) -> (&'static str, String) {
+fn render(case: &Value, data: &Map<String, Value>, funcs: &dyn Funcs) -> (&'static str, String) {
     let src = case["template"].as_str().expect("template");
     let name = case["data"].as_str().expect("data");
     let data = data.get(name).unwrap_or_else(|| panic!("no data {name}"));
-    match Template::parse(src).and_then(|t| t.render(data, &Fixed)) {
+    match Template::parse(src).and_then(|t| t.render(data, funcs)) {
         Ok(out) => ("output", out),
         Err(e) => ("error", e.0),
     }
 }
 
-fn golden(file: &str) {
+fn golden(file: &str, funcs: &dyn Funcs) {
     let data = read("data.json").as_object().cloned().expect("a map");
     let mut cases = read(file);
     let update = std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1");
     let mut failures = Vec::new();
     for case in cases.as_array_mut().expect("a list") {
-        let (key, got) = render(case, &data);
+        let (key, got) = render(case, &data, funcs);
         if update {
             let c = case.as_object_mut().expect("a case");
             c.remove("output");
@@ -102,15 +118,24 @@ fn golden(file: &str) {
 
 #[test]
 fn actions_render_as_recorded() {
-    golden("actions.json");
+    golden("actions.json", &Fixed);
 }
 
 #[test]
 fn stage_templates_render_as_recorded() {
-    golden("stages.json");
+    golden("stages.json", &Fixed);
 }
 
 #[test]
 fn generated_actions_render_as_recorded() {
-    golden("random.json");
+    golden("random.json", &Fixed);
+}
+
+#[test]
+fn clusterloader2_functions_render_as_recorded() {
+    let funcs = ClusterLoader2Funcs {
+        rng: Same,
+        base_dir: dir(),
+    };
+    golden("clusterloader2.json", &funcs);
 }
