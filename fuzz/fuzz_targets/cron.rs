@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(schedule) = kubesim_controllers::cron::parse(text) else {
+    let Ok(schedule) = kubesim_gocompat::cron::parse(text) else {
         return;
     };
     // The last bytes pick the starting instant so runs cover many dates.

@@ -17,7 +17,7 @@ use kubesim_store::Record;
 use serde_json::{json, Value};
 
 use crate::service::approval::ApprovalChange;
-use crate::service::prepare_ahead::Ask;
+use crate::service::prepare_ahead::AnnouncedPatch;
 use crate::service::read::list_json;
 use crate::service::subresource::ScaleChange;
 use crate::service::{Caller, WatchFrame, WatchRequest};
@@ -263,10 +263,11 @@ impl Api for InProcess {
         let Ok((res, opts)) = self.writing(r, ns, subresource, true, opts) else {
             return;
         };
-        if subresource == Some("scale") || crate::service::shaped::has_float(body) {
+        if subresource == Some("scale") || crate::service::decoded_without_parsing::has_float(body)
+        {
             return;
         }
-        let ask = Ask {
+        let ask = AnnouncedPatch {
             kind,
             body: body.clone(),
             subresource: subresource.map(String::from),
@@ -427,7 +428,7 @@ impl Api for InProcess {
         // body holding one goes as the bytes a remote client would send,
         // so that both give the same object.
         let bytes;
-        let body = if crate::service::shaped::has_float(&body) {
+        let body = if crate::service::decoded_without_parsing::has_float(&body) {
             bytes = body.to_string().into_bytes();
             PatchBody::Bytes(&bytes)
         } else {

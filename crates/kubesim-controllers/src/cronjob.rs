@@ -19,7 +19,9 @@ use kubesim_runtime::{
 use serde_json::{json, Map, Value};
 
 use crate::job::jobs_ref;
-use crate::{conditions, cron, pods, Context};
+use kubesim_gocompat::cron;
+
+use crate::{conditions, pods, Context};
 
 pub const SCHEDULED_TIMESTAMP: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
 

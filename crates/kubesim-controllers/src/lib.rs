@@ -9,7 +9,6 @@
 //! under `kubesim up` and in simulated time.
 
 pub mod conditions;
-pub mod cron;
 pub mod cronjob;
 pub mod daemonset;
 pub mod default_storage_class;

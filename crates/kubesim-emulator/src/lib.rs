@@ -6,7 +6,7 @@
 //!
 //! It also owns Apate's NodeConfiguration and PodConfiguration with their
 //! scenarios, emulated resource usage (PodMetrics, NodeMetrics and kwok's
-//! Metric endpoints), and the Go template engine ([`gotpl`]).
+//! Metric endpoints).
 //!
 //! It must never touch a pod that is not bound to an emulated node, and
 //! must draw every random choice and timestamp from the shared `Rng` and
@@ -15,9 +15,7 @@
 
 pub mod apate;
 mod crd;
-pub mod duration;
 mod emulator;
-pub mod gotpl;
 pub mod managed;
 pub mod nodes;
 pub mod stage;

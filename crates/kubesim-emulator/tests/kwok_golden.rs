@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kubesim_emulator::gotpl::Funcs;
 use kubesim_emulator::stage::{explain, stage_objects_from_yaml, Stage};
+use kubesim_gocompat::template::Funcs;
 use serde_json::{json, Value};
 
 fn stage_root() -> PathBuf {

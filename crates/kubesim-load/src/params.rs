@@ -93,7 +93,9 @@ pub fn bool_or(p: &Params, name: &str, default: bool) -> Result<bool, ParamError
 pub fn duration(p: &Params, name: &str) -> Result<Option<Duration>, ParamError> {
     match present(p, name) {
         None => Ok(None),
-        Some(Value::String(s)) => parse_duration(s).map(Some).map_err(|m| bad(name, m)),
+        Some(Value::String(s)) => kubesim_gocompat::duration::parse_std(s)
+            .map(Some)
+            .map_err(|e| bad(name, e.to_string())),
         Some(v) => Err(bad(
             name,
             format!("expected a duration string such as \"30s\", got {v}"),
@@ -103,15 +105,6 @@ pub fn duration(p: &Params, name: &str) -> Result<Option<Duration>, ParamError> 
 
 pub fn duration_or(p: &Params, name: &str, default: Duration) -> Result<Duration, ParamError> {
     Ok(duration(p, name)?.unwrap_or(default))
-}
-
-/// A non-negative Go duration (`"1m30s"`, `"500ms"`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let ns = kubesim_emulator::duration::parse_go_duration(s)?;
-    if ns < 0 {
-        return Err(format!("{s:?} is negative"));
-    }
-    Ok(Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)))
 }
 
 #[cfg(test)]

@@ -28,8 +28,8 @@ use kubesim_runtime::{Promise, Rng, WriteOptions};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::admission::admits_updates_alone;
 use super::bounded::Bounded;
-use super::special::admits_updates_alone;
 use super::write::manager;
 use super::{Caller, Encoded, Server};
 
@@ -40,7 +40,7 @@ const KEPT: usize = 1024;
 /// What a create made ahead gives: the object to commit, the warnings the
 /// answer carries and, when made on the helper, its bytes; or the error
 /// the create answers.
-type Made = Result<(Value, Vec<String>, Option<Encoded>), ApiError>;
+type CreateOutcome = Result<(Value, Vec<String>, Option<Encoded>), ApiError>;
 
 /// The announced creates, and a count of the writes that may change what
 /// admitting a create gives.
@@ -60,15 +60,15 @@ struct Announcement {
     epoch: u64,
     draws: Rng,
     /// Made on the helper thread, when there is one.
-    made: Option<Making>,
+    made: Option<OutcomeAhead>,
 }
 
-enum Making {
-    Ahead(Promise<Made>),
+enum OutcomeAhead {
+    Ahead(Promise<CreateOutcome>),
     /// Made already (tests make announced creates before changing what
     /// they read).
     #[cfg(test)]
-    Ready(Made),
+    Ready(CreateOutcome),
 }
 
 fn key(resource: &ResourceInfo, ns: &str, name: &str) -> (String, String, String) {
@@ -77,7 +77,7 @@ fn key(resource: &ResourceInfo, ns: &str, name: &str) -> (String, String, String
 
 /// Whether what creating an object of `resource` gives depends only on
 /// the request, the time, the draws and the namespaces and PriorityClasses
-/// stored (see `special::admit`).
+/// stored (see `admission::admit`).
 fn creates_alone(resource: &ResourceInfo) -> bool {
     resource.verbs.contains(&"create")
         && !resource.is_review()
@@ -118,7 +118,7 @@ impl Server {
             let (body, opts, manager, now) =
                 (body.clone(), opts.clone(), manager.clone(), now.to_string());
             let draws = draws.clone();
-            Making::Ahead(ahead.spawn(move || {
+            OutcomeAhead::Ahead(ahead.spawn(move || {
                 let body = Value::clone(&body);
                 let (mut obj, warnings) =
                     server.checked_create(&resource, &ns, body, &opts, &manager, &now, &draws)?;
@@ -158,7 +158,7 @@ impl Server {
         opts: &WriteOptions,
         manager: &str,
         now: &str,
-    ) -> Result<Made, Value> {
+    ) -> Result<CreateOutcome, Value> {
         let Some(a) = self.announced.take(resource, ns, meta::name(&obj)) else {
             return Err(obj);
         };
@@ -175,9 +175,9 @@ impl Server {
             return Err(obj);
         }
         let made = match a.made {
-            Some(Making::Ahead(made)) => made.get(),
+            Some(OutcomeAhead::Ahead(made)) => made.get(),
             #[cfg(test)]
-            Some(Making::Ready(made)) => made,
+            Some(OutcomeAhead::Ready(made)) => made,
             None => {
                 let made = self.checked_create(resource, ns, obj, opts, manager, now, &a.draws);
                 return Ok(made.map(|(obj, warnings)| (obj, warnings, None)));
@@ -209,8 +209,8 @@ impl Announced {
     #[cfg(test)]
     fn make_all(&self) {
         for a in self.inner.lock().values_mut() {
-            if let Some(Making::Ahead(p)) = a.made.take() {
-                a.made = Some(Making::Ready(p.get()));
+            if let Some(OutcomeAhead::Ahead(p)) = a.made.take() {
+                a.made = Some(OutcomeAhead::Ready(p.get()));
             }
         }
     }

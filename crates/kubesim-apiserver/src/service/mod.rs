@@ -4,7 +4,7 @@
 //! call these functions, so a controller in the same process and kubectl
 //! across the network get exactly the same behaviour.
 
-mod apart;
+mod admission;
 pub mod approval;
 pub mod attrs;
 mod bootstrap;
@@ -12,21 +12,21 @@ mod bounded;
 mod compaction;
 mod crd;
 mod create_ahead;
+pub(crate) mod decoded_without_parsing;
 pub mod delete;
 mod event_ttl;
-mod handoff;
+mod facts_from_bytes;
 mod jwt;
 pub mod logs;
-mod peek;
+mod managed_fields_text;
 mod predecode;
 pub mod prepare_ahead;
 pub mod read;
 pub mod reviews;
-pub(crate) mod shaped;
-mod special;
 mod stamp;
 pub mod subresource;
 mod token;
+mod values_to_watchers;
 mod versions;
 mod watch;
 pub mod write;
@@ -40,7 +40,7 @@ use kubesim_store::{Record, Store, StoreError};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-pub(crate) use apart::{decode_apart, restore_managed};
+pub(crate) use managed_fields_text::{decode_apart, restore_managed};
 pub use read::{ListResult, RvMatch};
 pub(crate) use stamp::{restamped, Encoded};
 pub use watch::{WatchFrame, WatchRequest};
@@ -56,16 +56,16 @@ pub struct Server {
     pub store: Arc<dyn Store>,
     pub clock: Clock,
     pub rng: Rng,
-    pub(crate) ips: parking_lot::Mutex<special::IpAllocator>,
+    pub(crate) ips: parking_lot::Mutex<admission::IpAllocator>,
     /// Signs and checks service account tokens; its secret is replaced by
     /// the stored one at bootstrap.
     pub(crate) tokens: parking_lot::RwLock<jwt::Signer>,
     /// Committed values on their way to in-process watchers.
-    pub(crate) handoff: handoff::Handoff,
+    pub(crate) handoff: values_to_watchers::Handoff,
     pub(crate) compactor: compaction::Compactor,
     /// Whether each namespace is terminating, by its revision: asked by
     /// every create.
-    pub(crate) namespaces_deleting: peek::DeletingCache,
+    pub(crate) namespaces_deleting: facts_from_bytes::DeletingCache,
     /// When each Event expires (see `event_ttl`).
     pub(crate) event_ttl: event_ttl::EventTtl,
     /// With [`Server::decode_ahead`]: committed objects decoded on a
@@ -82,11 +82,11 @@ impl Server {
             store,
             clock,
             rng: rng.clone(),
-            ips: parking_lot::Mutex::new(special::IpAllocator::default()),
+            ips: parking_lot::Mutex::new(admission::IpAllocator::default()),
             tokens: parking_lot::RwLock::new(jwt::Signer::new(|| rng.uuid().into_bytes())),
-            handoff: handoff::Handoff::default(),
+            handoff: values_to_watchers::Handoff::default(),
             compactor: compaction::Compactor::default(),
-            namespaces_deleting: peek::DeletingCache::default(),
+            namespaces_deleting: facts_from_bytes::DeletingCache::default(),
             event_ttl: event_ttl::EventTtl::default(),
             predecode: std::sync::OnceLock::new(),
             announced: create_ahead::Announced::default(),
@@ -168,7 +168,7 @@ pub(crate) fn encode(obj: &Value) -> Bytes {
     encode_with(obj, None)
 }
 
-/// [`encode`], with `managed` (see `apart`) written where the object's
+/// [`encode`], with `managed` (see `managed_fields_text`) written where the object's
 /// `metadata.managedFields` holds its `null` placeholder.
 pub(crate) fn encode_with(obj: &Value, managed: Option<&RawValue>) -> Bytes {
     with_buffer(|buf| {
@@ -231,7 +231,7 @@ impl serde::Serialize for HeadFirst<'_> {
         for k in HEAD {
             match (m.get(k), self.managed) {
                 (Some(Value::Object(md)), Some(managed)) if k == "metadata" => {
-                    out.serialize_entry(k, &apart::Rejoined { md, managed })?;
+                    out.serialize_entry(k, &managed_fields_text::Rejoined { md, managed })?;
                 }
                 (Some(v), _) => out.serialize_entry(k, v)?,
                 (None, _) => {}

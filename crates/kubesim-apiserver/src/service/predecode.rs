@@ -2,7 +2,7 @@
 //! the helper thread ([`Ahead`]).
 //!
 //! Nearly every write of an object that exists starts by decoding its
-//! stored bytes (`apart::decode_apart`), and in a simulation that decode
+//! stored bytes (`managed_fields_text::decode_apart`), and in a simulation that decode
 //! sits on the one thread every component runs on: a pod is bound just
 //! after its creation, started just after its binding, finished later.
 //! The value a decode gives depends on the record's bytes alone, so it can
@@ -26,8 +26,8 @@ use kubesim_store::{Event, EventType, Record};
 use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
 
-use super::apart::{decode_apart, Managed};
 use super::bounded::Bounded;
+use super::managed_fields_text::{decode_apart, Managed};
 use super::prepare_ahead::Prepared;
 use super::Server;
 
@@ -56,10 +56,11 @@ struct Slot {
     /// Held so that its address names it while the slot lives; a later
     /// record may have the address once the slot is gone.
     record: Arc<Record>,
-    held: Held,
+    held: WorkAhead,
 }
 
-enum Held {
+/// The work done ahead that a slot holds for its record.
+enum WorkAhead {
     Decoding(Promise<Decoded>),
     /// The update a caller said it would send (see `prepare_ahead`).
     Prepared(Box<Prepared>),
@@ -183,17 +184,17 @@ impl Predecode {
                 })
             }
         });
-        self.insert(st, record, Held::Decoding(decoded));
+        self.insert(st, record, WorkAhead::Decoding(decoded));
     }
 
     /// Keeps the update prepared for `record`, in place of whatever its
     /// slot held.
     pub(super) fn keep(&self, record: Arc<Record>, prepared: Prepared) {
         let st = self.slots.lock();
-        self.insert(st, record, Held::Prepared(Box::new(prepared)));
+        self.insert(st, record, WorkAhead::Prepared(Box::new(prepared)));
     }
 
-    fn insert(&self, mut st: MutexGuard<'_, Slots>, record: Arc<Record>, held: Held) {
+    fn insert(&self, mut st: MutexGuard<'_, Slots>, record: Arc<Record>, held: WorkAhead) {
         let gone = st.insert(id(&record), Slot { record, held });
         drop(st);
         if !gone.is_empty() {
@@ -202,7 +203,7 @@ impl Predecode {
     }
 
     /// The slot of `rec` if it holds what `want` says, taken.
-    fn take_slot(&self, rec: &Arc<Record>, want: impl FnOnce(&Held) -> bool) -> Option<Slot> {
+    fn take_slot(&self, rec: &Arc<Record>, want: impl FnOnce(&WorkAhead) -> bool) -> Option<Slot> {
         self.slots
             .lock()
             .remove_if(&id(rec), |s| Arc::ptr_eq(&s.record, rec) && want(&s.held))
@@ -215,9 +216,9 @@ impl Predecode {
         rec: &Arc<Record>,
         fits: impl FnOnce(&Prepared) -> bool,
     ) -> Option<Box<Prepared>> {
-        let slot = self.take_slot(rec, |h| matches!(h, Held::Prepared(_)))?;
+        let slot = self.take_slot(rec, |h| matches!(h, WorkAhead::Prepared(_)))?;
         match slot.held {
-            Held::Prepared(p) if fits(&p) => Some(p),
+            WorkAhead::Prepared(p) if fits(&p) => Some(p),
             held => {
                 self.ahead.drop_later(held);
                 None
@@ -231,7 +232,7 @@ impl Predecode {
     fn take(&self, rec: &Arc<Record>, entries: bool) -> Option<Decoded> {
         let slot = self.take_slot(rec, |_| true)?;
         let decoding = match slot.held {
-            Held::Decoding(d) => d,
+            WorkAhead::Decoding(d) => d,
             // Not the write that was prepared: it decodes for itself.
             prepared => {
                 self.ahead.drop_later(prepared);
@@ -257,10 +258,9 @@ impl Predecode {
 impl Predecode {
     /// Whether an update is kept prepared for `rec`.
     pub(super) fn holds_prepared(&self, rec: &Arc<Record>) -> bool {
-        self.slots
-            .lock()
-            .get(&id(rec))
-            .is_some_and(|s| Arc::ptr_eq(&s.record, rec) && matches!(s.held, Held::Prepared(_)))
+        self.slots.lock().get(&id(rec)).is_some_and(|s| {
+            Arc::ptr_eq(&s.record, rec) && matches!(s.held, WorkAhead::Prepared(_))
+        })
     }
 }
 

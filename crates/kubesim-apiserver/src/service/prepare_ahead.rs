@@ -23,14 +23,14 @@ use kubesim_core::{meta, ResourceInfo};
 use kubesim_runtime::WriteOptions;
 use serde_json::Value;
 
-use super::apart::Managed;
-use super::special::admits_updates_alone;
+use super::admission::admits_updates_alone;
+use super::managed_fields_text::Managed;
 use super::write::{manager, patch_reads_managed, same_object, Part};
 use super::{Caller, Encoded, Server};
 
 /// A patch a caller says it will send, and when.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Ask {
+pub struct AnnouncedPatch {
     pub kind: PatchType,
     pub body: Value,
     pub subresource: Option<String>,
@@ -41,7 +41,7 @@ pub struct Ask {
 
 /// An update prepared for a stored revision.
 pub(crate) struct Prepared {
-    ask: Ask,
+    ask: AnnouncedPatch,
     manager: String,
     /// The object to commit, without its managedFields when the revision
     /// was decoded apart (`managed` then holds the list as text).
@@ -62,7 +62,7 @@ impl Server {
         resource: &ResourceInfo,
         ns: &str,
         name: &str,
-        ask: Ask,
+        ask: AnnouncedPatch,
         caller: &Caller,
     ) {
         let Some(slots) = self.predecode.get() else {

@@ -46,7 +46,7 @@ pub struct WatchRequest {
     pub opts: ListOptions,
     /// Some for a watcher in the same process that decodes objects as
     /// `shape` does: that shape of the committed value is attached to
-    /// events when the server has it at hand (see `handoff`), and without
+    /// events when the server has it at hand (see `values_to_watchers`), and without
     /// `timeoutSeconds` the watch runs until the client leaves rather than
     /// for kube-apiserver's random 30–60 minutes. That limit spreads HTTP
     /// connections over servers; an in-process watcher has no connection,

@@ -10,7 +10,7 @@ use kubesim_store::{Record, WriteOp};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::apart::decode_apart;
+use super::managed_fields_text::decode_apart;
 use super::prepare_ahead::Prepared;
 use super::{attrs, encode, encode_with, object_key, store_error, Caller, Encoded, Server};
 
@@ -731,7 +731,7 @@ impl Server {
 
     /// The read-modify-write loop shared by update and patch. Unless the
     /// mutation `reads_managed`, it sees the current object with a `null`
-    /// placeholder for managedFields (see `apart`): proposing the
+    /// placeholder for managedFields (see `managed_fields_text`): proposing the
     /// placeholder keeps the stored list, as proposing none does. An
     /// update prepared ahead for the current revision that is `announced`
     /// as this one is committed in place of the mutation's.
@@ -1092,7 +1092,7 @@ impl Server {
 
     /// Before a commit of `obj` to `resource`: when the caller `keep`s the
     /// value, the shapes in-process watchers wait for are copied from it
-    /// now (see `handoff`); the commit sets `resourceVersion`, so it is set
+    /// now (see `values_to_watchers`); the commit sets `resourceVersion`, so it is set
     /// to a placeholder first, where the commit will put it. Otherwise the
     /// value itself goes to them after the commit.
     fn begin_handoff(&self, resource: &ResourceInfo, obj: &mut Value, keep: bool) -> Handing {
@@ -1230,7 +1230,7 @@ impl Server {
 enum Handing {
     /// Their shapes were copied before the commit (None: nobody watches);
     /// the caller keeps the value.
-    Copied(Option<super::handoff::Prepared>),
+    Copied(Option<super::values_to_watchers::Prepared>),
     /// The value itself goes to them after the commit.
     Moved,
 }

@@ -281,7 +281,7 @@ fn special(t: &Table, s: Special, bytes: &[u8], depth: usize) -> Result<Option<V
     }
     Ok(match s {
         Time | MicroTime => time(v1, v2, s == MicroTime)?,
-        Duration => Some(Value::String(go_duration(v1))),
+        Duration => Some(Value::String(kubesim_gocompat::duration::format(v1))),
         // Type 1 is a string; 0 (or anything else) an int.
         IntOrString if v1 == 1 => Some(Value::String(text.to_string())),
         IntOrString => Some(Value::from(v2 as i32)),
@@ -352,40 +352,4 @@ fn time(secs: i64, nanos: i64, micro: bool) -> Result<Option<Value>> {
     } else {
         format!("{base}Z")
     })))
-}
-
-/// Go's `time.Duration.String`: `1h2m3.5s`, `1.5ms`, `0s`.
-pub(crate) fn go_duration(ns: i64) -> String {
-    fn frac(v: u64, digits: u32) -> (u64, String) {
-        let p = 10u64.pow(digits);
-        let f = v % p;
-        let s = if f == 0 {
-            String::new()
-        } else {
-            let s = format!(".{f:0width$}", width = digits as usize);
-            s.trim_end_matches('0').to_string()
-        };
-        (v / p, s)
-    }
-    let sign = if ns < 0 { "-" } else { "" };
-    let u = ns.unsigned_abs();
-    if u == 0 {
-        return "0s".into();
-    }
-    if u < 1_000_000_000 {
-        let (digits, unit) = match u {
-            0..1_000 => (0, "ns"),
-            1_000..1_000_000 => (3, "µs"),
-            _ => (6, "ms"),
-        };
-        let (whole, f) = frac(u, digits);
-        return format!("{sign}{whole}{f}{unit}");
-    }
-    let (secs, f) = frac(u, 9);
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    match (h, secs / 60) {
-        (0, 0) => format!("{sign}{s}{f}s"),
-        (0, _) => format!("{sign}{m}m{s}{f}s"),
-        _ => format!("{sign}{h}h{m}m{s}{f}s"),
-    }
 }

@@ -4,7 +4,6 @@
 use proptest::prelude::*;
 use serde_json::json;
 
-use super::decode::go_duration;
 use super::*;
 
 /// A tiny protobuf encoder: just enough to build test bodies.
@@ -358,23 +357,6 @@ fn crd_schema_wrappers_take_their_json_forms() {
     assert_eq!(s["additionalProperties"], json!(true));
     assert_eq!(s["items"], json!({"type": "string"}));
     assert_eq!(s["default"], json!({"a": 1}));
-}
-
-#[test]
-fn go_durations() {
-    for (ns, s) in [
-        (0, "0s"),
-        (1, "1ns"),
-        (1_500, "1.5µs"),
-        (1_500_000, "1.5ms"),
-        (1_000_000_000, "1s"),
-        (90_000_000_000, "1m30s"),
-        (3_600_000_000_000, "1h0m0s"),
-        (3_723_500_000_000, "1h2m3.5s"),
-        (-2_000_000_000, "-2s"),
-    ] {
-        assert_eq!(go_duration(ns), s, "{ns}");
-    }
 }
 
 #[test]

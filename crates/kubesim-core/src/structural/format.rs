@@ -61,34 +61,13 @@ fn date(s: &str) -> bool {
         && jiff::civil::Date::strptime("%Y-%m-%d", s).is_ok()
 }
 
-/// Go's `time.ParseDuration` grammar: `300ms`, `-1.5h`, `2h45m`.
+/// Go's `time.ParseDuration` grammar: `300ms`, `-1.5h`, `2h45m`. A value
+/// beyond Go's range is still of the grammar.
 fn go_duration(s: &str) -> bool {
-    let s = s.strip_prefix(['-', '+']).unwrap_or(s);
-    if s == "0" {
-        return true;
+    match kubesim_gocompat::duration::parse(s) {
+        Ok(_) => true,
+        Err(e) => e.is_syntax_ok(),
     }
-    let mut rest = s;
-    if rest.is_empty() {
-        return false;
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let num = &rest[..digits];
-        if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-            return false;
-        }
-        rest = &rest[digits..];
-        let unit = ["ns", "us", "µs", "μs", "ms", "s", "m", "h"]
-            .into_iter()
-            .find(|u| rest.starts_with(u));
-        let Some(u) = unit else {
-            return false;
-        };
-        rest = &rest[u.len()..];
-    }
-    true
 }
 
 /// Whether `s` is of format `format`.

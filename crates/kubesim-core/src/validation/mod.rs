@@ -15,7 +15,6 @@ pub mod cluster;
 pub mod config;
 pub mod control_plane;
 pub mod crd;
-pub mod cron;
 pub mod fields;
 pub mod metadata;
 pub mod names;

@@ -2,12 +2,12 @@
 
 use serde_json::Value;
 
-use super::cron;
 use super::fields::{self, arr, child, has, s};
 use super::names;
 use super::pod::validate_pod_template;
 use super::selector;
 use crate::error::Cause;
+use kubesim_gocompat::cron;
 
 /// Which controller owns the spec; the rules differ in small ways.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -663,7 +663,7 @@ pub fn validate_cron_job(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             sched,
             "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
         ));
-    } else if let Err(e) = cron::check(sched) {
+    } else if let Err(e) = cron::parse(sched) {
         out.push(fields::invalid_str("spec.schedule", sched, &e));
     }
     let cp = s(spec, "concurrencyPolicy");

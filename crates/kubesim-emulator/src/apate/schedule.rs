@@ -4,7 +4,7 @@
 use jiff::{SignedDuration, Timestamp};
 
 use super::types::Task;
-use crate::duration::parse_go_duration;
+use kubesim_gocompat::duration;
 
 /// The tasks due at `now`, in firing order, and when the next one is due.
 pub fn due<S>(
@@ -22,10 +22,8 @@ pub fn due<S>(
             } else {
                 scenario_start
             }?;
-            let offset = parse_go_duration(&t.timestamp).ok()?;
-            let at = base
-                .checked_add(SignedDuration::from_nanos(offset as i64))
-                .ok()?;
+            let offset = duration::parse(&t.timestamp).ok()?;
+            let at = base.checked_add(SignedDuration::from_nanos(offset)).ok()?;
             Some((at, i))
         })
         .collect();

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::duration::parse_duration;
+use kubesim_gocompat::duration;
 
 /// How the emulated kubelet answers one kind of request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -104,7 +104,7 @@ impl NodeState {
             effect.responses.overlay(c);
         }
         if let Some(l) = &self.network_latency {
-            if let Ok(d) = parse_duration(l) {
+            if let Ok(d) = duration::parse_std(l) {
                 effect.latency = d;
             }
         }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::expr::Expression;
 use super::jq::Input;
 use super::spec::Delay;
-use crate::duration::parse_go_duration;
+use kubesim_gocompat::duration;
 
 /// A `*From` program's result in milliseconds: an RFC 3339 time counts
 /// from `now` (negative when past), a string a Go duration. None when it
@@ -23,7 +23,7 @@ fn eval_ms(e: &Expression, input: &Input, now: Timestamp) -> Option<i64> {
             if let Some(t) = meta::parse_time(&s) {
                 return Some(t.duration_since(now).as_millis() as i64);
             }
-            parse_go_duration(&s).ok().map(|ns| (ns / 1_000_000) as i64)
+            duration::parse(&s).ok().map(|ns| ns / 1_000_000)
         }
         _ => None,
     }

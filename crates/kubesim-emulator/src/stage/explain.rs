@@ -13,7 +13,7 @@ use super::jq::Input;
 use super::select::weight;
 use super::spec::{Stage, Step};
 use super::steps::{patch_body, render};
-use crate::gotpl::Funcs;
+use kubesim_gocompat::template::Funcs;
 
 /// One stage that matches the object.
 #[derive(Debug, Clone, PartialEq)]

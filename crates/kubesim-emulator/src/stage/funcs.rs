@@ -7,15 +7,16 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use kubesim_core::meta;
+use kubesim_gocompat::template::kwok;
 use kubesim_runtime::{Cache, Clock};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::ippool::IpPools;
-use crate::gotpl::Funcs;
 use crate::managed::NodeSelector;
 use crate::nodes::cidr::Net;
 use crate::nodes::fnv1a;
+use kubesim_gocompat::template::Funcs;
 
 /// Where pods of a node without a podCIDR get their addresses: the shared
 /// address space (4M addresses), clear of the pod CIDRs kubesim hands out.
@@ -187,47 +188,6 @@ pub fn ip_owner(uid: &str, namespace: &str, name: &str) -> String {
     }
 }
 
-/// The five conditions a healthy kubelet reports.
-fn node_conditions() -> Value {
-    json!([
-        {"type": "Ready", "status": "True", "reason": "KubeletReady",
-         "message": "kubelet is posting ready status"},
-        {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
-         "message": "kubelet has sufficient memory available"},
-        {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure",
-         "message": "kubelet has no disk pressure"},
-        {"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID",
-         "message": "kubelet has sufficient PID available"},
-        {"type": "NetworkUnavailable", "status": "False", "reason": "RouteCreated",
-         "message": "RouteController created a route"},
-    ])
-}
-
-/// `Quote`: strings JSON-quoted; anything else as JSON text, quoted.
-fn quote(v: &Value) -> Value {
-    // Serializing the &str quotes it as `Value::String` would, without
-    // copying the string first.
-    let quoted = match v {
-        Value::String(s) => serde_json::to_string(s),
-        other => serde_json::to_string(&other.to_string()),
-    };
-    Value::String(quoted.unwrap_or_default())
-}
-
-/// `YAML obj [n]`: the object as YAML, every line indented by 2n spaces.
-fn yaml(args: &[Value]) -> Result<Value, String> {
-    let obj = args.first().ok_or("YAML needs an argument")?;
-    let indent = args.get(1).and_then(Value::as_u64).unwrap_or(0) as usize;
-    let text = serde_saphyr::to_string(obj).map_err(|e| format!("YAML: {e}"))?;
-    let pad = " ".repeat(indent * 2);
-    let lines: Vec<String> = text
-        .trim_end_matches('\n')
-        .lines()
-        .map(|l| format!("{pad}{l}"))
-        .collect();
-    Ok(Value::String(lines.join("\n")))
-}
-
 fn arg_str(args: &[Value], i: usize) -> &str {
     args.get(i).and_then(Value::as_str).unwrap_or("")
 }
@@ -250,9 +210,9 @@ fn known_ahead(
         "Now" => Value::String(now()),
         "StartTime" => Value::String(start_time.to_string()),
         "Version" => Value::String(env!("CARGO_PKG_VERSION").into()),
-        "Quote" => quote(args.first().unwrap_or(&Value::Null)),
-        "YAML" => return Some(yaml(args)),
-        "NodeConditions" => node_conditions(),
+        "Quote" => kwok::quote(args.first().unwrap_or(&Value::Null)),
+        "YAML" => return Some(kwok::yaml(args)),
+        "NodeConditions" => kwok::node_conditions(),
         "NodeName" => Value::String(node.to_string()),
         "NodePort" => json!(KUBELET_PORT),
         _ => return None,

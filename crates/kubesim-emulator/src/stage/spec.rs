@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::expr::Expression;
 use super::jq::Jq;
-use crate::gotpl::Template;
 use crate::usage::cel::Expr;
+use kubesim_gocompat::template::Template;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::funcs::KwokFuncs;
 use super::resolve::Target;
 use super::spec::{Apply, Patch, PatchKind, Stage, Step};
-use crate::gotpl::Funcs;
+use kubesim_gocompat::template::Funcs;
 
 /// The field manager of the emulator's writes.
 pub const MANAGER: &str = "kubesim-emulator";
@@ -149,7 +149,11 @@ impl Steps<'_> {
         })
     }
 
-    fn render(&self, t: &crate::gotpl::Template, obj: &Value) -> Result<Value, ApiError> {
+    fn render(
+        &self,
+        t: &kubesim_gocompat::template::Template,
+        obj: &Value,
+    ) -> Result<Value, ApiError> {
         render(t, obj, &self.funcs).map_err(ApiError::bad_request)
     }
 
@@ -241,7 +245,11 @@ impl Steps<'_> {
 
 /// A template's output as a value (YAML or JSON); Null when it rendered
 /// nothing.
-pub fn render(t: &crate::gotpl::Template, obj: &Value, funcs: &dyn Funcs) -> Result<Value, String> {
+pub fn render(
+    t: &kubesim_gocompat::template::Template,
+    obj: &Value,
+    funcs: &dyn Funcs,
+) -> Result<Value, String> {
     let text = t.render(obj, funcs).map_err(|e| e.to_string())?;
     if text.trim().is_empty() {
         return Ok(Value::Null);

@@ -184,9 +184,9 @@ impl<'a> Obj<'a> {
     pub fn duration(&mut self, name: &str) -> Result<Option<Duration>> {
         match self.get(name) {
             None => Ok(None),
-            Some((Value::String(s), p)) => crate::params::parse_duration(s)
+            Some((Value::String(s), p)) => kubesim_gocompat::duration::parse_std(s)
                 .map(Some)
-                .map_err(|e| self.doc.error(&p, e)),
+                .map_err(|e| self.doc.error(&p, e.to_string())),
             Some((v, p)) => Err(self.doc.error(
                 &p,
                 format!(

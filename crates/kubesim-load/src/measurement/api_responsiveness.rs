@@ -333,7 +333,9 @@ fn custom_thresholds(yaml: &str) -> Result<BTreeMap<Key, Duration>, MeasurementE
             Some(other) => Err(bad(format!("{k}: expected a string, got {other}"))),
         };
         let threshold = match o.get("threshold") {
-            Some(Value::String(s)) => params::parse_duration(s).map_err(&bad)?,
+            Some(Value::String(s)) => {
+                kubesim_gocompat::duration::parse_std(s).map_err(|e| bad(e.to_string()))?
+            }
             // A bare number is nanoseconds, as a YAML integer decodes into Go's Duration.
             Some(Value::Number(n)) => Duration::from_nanos(n.as_u64().unwrap_or(0)),
             _ => Duration::ZERO,

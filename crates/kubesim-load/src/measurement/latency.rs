@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kubesim_gocompat::duration::format_std;
+
 use crate::report::DataItem;
 
 /// The index of percentile `p` (0..=100) in a sorted list of `n`
@@ -71,8 +73,8 @@ impl LatencyMetric {
             if got > max {
                 return Err(format!(
                     "too high latency {name} percentile: got {} expected: {}",
-                    go_duration(got),
-                    go_duration(max)
+                    format_std(got),
+                    format_std(max)
                 ));
             }
         }
@@ -82,43 +84,6 @@ impl LatencyMetric {
 
 pub fn millis(d: Duration) -> f64 {
     d.as_nanos() as f64 / 1e6
-}
-
-/// A duration as Go's `time.Duration.String` prints it (`1m30s`,
-/// `1.5s`, `250ms`, `0s`).
-pub fn go_duration(d: Duration) -> String {
-    let ns = d.as_nanos();
-    if ns == 0 {
-        return "0s".into();
-    }
-    if ns < 1_000 {
-        return format!("{ns}ns");
-    }
-    if ns < 1_000_000 {
-        return format!("{}µs", fraction(ns, 1_000));
-    }
-    if ns < 1_000_000_000 {
-        return format!("{}ms", fraction(ns, 1_000_000));
-    }
-    let secs = d.as_secs();
-    let (h, m) = (secs / 3600, (secs / 60) % 60);
-    let s = fraction(ns % 60_000_000_000, 1_000_000_000);
-    match (h, m) {
-        (0, 0) => format!("{s}s"),
-        (0, _) => format!("{m}m{s}s"),
-        _ => format!("{h}h{m}m{s}s"),
-    }
-}
-
-/// `n / unit` with the remainder as decimals, trailing zeros dropped.
-fn fraction(n: u128, unit: u128) -> String {
-    let (whole, rest) = (n / unit, n % unit);
-    if rest == 0 {
-        return whole.to_string();
-    }
-    let width = unit.ilog10() as usize;
-    let decimals = format!("{rest:0width$}");
-    format!("{whole}.{}", decimals.trim_end_matches('0'))
 }
 
 #[cfg(test)]
@@ -185,18 +150,6 @@ mod tests {
             .check(Duration::from_millis(500), five, five)
             .unwrap_err()
             .contains("50th"));
-    }
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(go_duration(Duration::ZERO), "0s");
-        assert_eq!(go_duration(Duration::from_secs(5)), "5s");
-        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(go_duration(Duration::from_millis(250)), "250ms");
-        assert_eq!(go_duration(Duration::from_secs(90)), "1m30s");
-        assert_eq!(go_duration(Duration::from_secs(3600)), "1h0m0s");
-        assert_eq!(go_duration(Duration::from_nanos(1500)), "1.5µs");
-        assert_eq!(go_duration(Duration::from_nanos(7)), "7ns");
     }
 
     proptest! {

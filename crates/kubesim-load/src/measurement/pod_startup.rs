@@ -24,8 +24,9 @@ use tokio::task::JoinSet;
 use crate::params::{self, Params};
 use crate::report::{PerfData, Summary};
 
-use super::latency::{go_duration, LatencyMetric};
+use super::latency::LatencyMetric;
 use super::{Ctx, Measurement, MeasurementError};
+use kubesim_gocompat::duration::format_std;
 
 const METHOD: &str = "PodStartupLatency";
 const DEFAULT_THRESHOLD: Duration = Duration::from_secs(5);
@@ -146,7 +147,7 @@ impl PodStartupLatency {
         {
             return Err(MeasurementError::failed(format!(
                 "{METHOD}: pods were not listed within {}",
-                go_duration(SYNC_TIMEOUT)
+                format_std(SYNC_TIMEOUT)
             )));
         }
         self.running = Some(Running {

@@ -163,11 +163,11 @@ fn summarize(s: &Samples) -> BTreeMap<String, Vec<ContainerUsage>> {
 fn load_constraints(path: &str, nodes: i64) -> Result<BTreeMap<String, Constraint>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let tpl =
-        kubesim_emulator::gotpl::Template::parse(&text).map_err(|e| format!("{path}: {e}"))?;
+        kubesim_gocompat::template::Template::parse(&text).map_err(|e| format!("{path}: {e}"))?;
     let rendered = tpl
         .render(
             &json!({ "Nodes": nodes }),
-            &kubesim_emulator::gotpl::NoFuncs,
+            &kubesim_gocompat::template::NoFuncs,
         )
         .map_err(|e| format!("{path}: {e}"))?;
     if rendered.trim().is_empty() {

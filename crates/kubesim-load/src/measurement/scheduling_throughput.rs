@@ -21,9 +21,10 @@ use tokio::task::JoinSet;
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::latency::{go_duration, percentile};
+use super::latency::percentile;
 use super::wait_pods::{node, PodSelector};
 use super::{Ctx, Measurement, MeasurementError};
+use kubesim_gocompat::duration::format_std;
 
 const METHOD: &str = "SchedulingThroughput";
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
@@ -108,7 +109,7 @@ impl SchedulingThroughput {
         {
             return Err(MeasurementError::failed(format!(
                 "{METHOD}: pods were not listed within {}",
-                go_duration(SYNC_TIMEOUT)
+                format_std(SYNC_TIMEOUT)
             )));
         }
         let samples = Arc::new(Mutex::new(Vec::new()));

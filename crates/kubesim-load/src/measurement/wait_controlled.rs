@@ -28,9 +28,9 @@ use tokio::time::Instant;
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::latency::go_duration;
 use super::wait_pods::{is_running_ready, node, phase, PodSelector};
 use super::{Ctx, ErrorKind, Measurement, MeasurementError};
+use kubesim_gocompat::duration::format_std;
 
 const METHOD: &str = "WaitForControlledPodsRunning";
 const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(600);
@@ -195,7 +195,7 @@ impl WaitForControlledPodsRunning {
         {
             return Err(MeasurementError::failed(format!(
                 "{METHOD}: {kind} objects and their pods were not listed within {}",
-                go_duration(INFORMER_SYNC_TIMEOUT)
+                format_std(INFORMER_SYNC_TIMEOUT)
             )));
         }
         let run = Arc::new(Running {
@@ -407,7 +407,7 @@ impl Running {
             if ctx.clock.instant() >= deadline {
                 return Err(MeasurementError::failed(format!(
                     "{METHOD}: timed out after {} while waiting for the {} objects to be observed",
-                    go_duration(sync_timeout),
+                    format_std(sync_timeout),
                     self.shared.lock().kind
                 )));
             }

@@ -14,8 +14,8 @@ use tokio::task::JoinSet;
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::latency::go_duration;
 use super::{Ctx, Measurement, MeasurementError};
+use kubesim_gocompat::duration::format_std;
 
 const METHOD: &str = "WaitForRunningPods";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -217,7 +217,7 @@ async fn wait(
     Err(format!(
         "{METHOD}: timeout after {} while waiting for {desired} pods to be running in namespace '{}' \
          with labels '{}' and fields '{}' - only {} found running; {}",
-        go_duration(timeout),
+        format_std(timeout),
         sel.namespace,
         sel.label_selector.as_deref().unwrap_or(""),
         sel.field_selector.as_deref().unwrap_or(""),

@@ -1,24 +1,37 @@
 //! Rendering of test configs, modules and object templates: Go templates
 //! with ClusterLoader2's functions over a mapping of parameters.
 
-mod funcs;
 mod mapping;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kubesim_emulator::gotpl::Template;
+use kubesim_gocompat::template::clusterloader2::{ClusterLoader2Funcs, Draws};
+use kubesim_gocompat::template::Template;
 use kubesim_runtime::Rng;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-pub use funcs::{yaml_quote, Cl2Funcs};
+pub use kubesim_gocompat::template::clusterloader2::yaml_quote;
 pub use mapping::{build_mapping, parse_env_value, MappingError};
+
+/// The run's random sequence, drawn from by ClusterLoader2's functions.
+struct RunRng(Rng);
+
+impl Draws for RunRng {
+    fn below(&self, n: u64) -> u64 {
+        self.0.below(n)
+    }
+
+    fn seeded(seed: u64) -> Self {
+        RunRng(Rng::seeded(seed))
+    }
+}
 
 /// Parses and renders template files, each parsed once.
 pub struct Renderer {
-    funcs: Cl2Funcs,
+    funcs: ClusterLoader2Funcs<RunRng>,
     cache: Mutex<BTreeMap<PathBuf, Arc<Template>>>,
 }
 
@@ -26,8 +39,8 @@ impl Renderer {
     /// `base_dir`: where `IncludeFile` paths start.
     pub fn new(rng: Rng, base_dir: &Path) -> Self {
         Renderer {
-            funcs: Cl2Funcs {
-                rng,
+            funcs: ClusterLoader2Funcs {
+                rng: RunRng(rng),
                 base_dir: base_dir.to_path_buf(),
             },
             cache: Mutex::new(BTreeMap::new()),

@@ -15,8 +15,7 @@ fn annotation<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
 }
 
 fn seconds(text: &str, what: &str, name: &str) -> Result<f64, String> {
-    let ns = kubesim_emulator::duration::parse_go_duration(text)
-        .map_err(|e| format!("{name}: {what}: {e}"))?;
+    let ns = kubesim_gocompat::duration::parse(text).map_err(|e| format!("{name}: {what}: {e}"))?;
     if ns < 0 {
         return Err(format!("{name}: {what} must not be negative"));
     }

@@ -188,7 +188,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     };
     let until = match &args.until {
         Some(u) => Some(
-            kubesim_emulator::duration::parse_duration(u)
+            kubesim_gocompat::duration::parse_std(u)
                 .map_err(|e| anyhow::anyhow!("bad --until: {e}"))?,
         ),
         None => None,

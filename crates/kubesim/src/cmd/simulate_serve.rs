@@ -105,6 +105,6 @@ impl ServeArgs {
 }
 
 fn duration(given: Option<&str>, default: &str, flag: &str) -> anyhow::Result<Duration> {
-    kubesim_emulator::duration::parse_duration(given.unwrap_or(default))
+    kubesim_gocompat::duration::parse_std(given.unwrap_or(default))
         .map_err(|e| anyhow::anyhow!("bad {flag}: {e}"))
 }

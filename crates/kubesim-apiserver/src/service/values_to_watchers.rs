@@ -30,7 +30,7 @@ use kubesim_store::{Committed, Record};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::shaped::{shaped, shaped_owned};
+use super::decoded_without_parsing::{shaped, shaped_owned};
 
 /// Entries an inbox holds at most: as many as the frames a watcher's
 /// channel buffers.

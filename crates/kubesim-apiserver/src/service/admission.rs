@@ -129,7 +129,7 @@ impl Server {
                 .ok()
                 .and_then(|s| {
                     s.items.values().find_map(|r| {
-                        if super::peek::is_global_default(&r.bytes) == Some(false) {
+                        if super::facts_from_bytes::is_global_default(&r.bytes) == Some(false) {
                             return None;
                         }
                         let v: Value = serde_json::from_slice(&r.bytes).ok()?;

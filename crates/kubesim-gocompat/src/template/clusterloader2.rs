@@ -5,16 +5,25 @@
 
 use std::path::PathBuf;
 
-use kubesim_emulator::gotpl::Funcs;
-use kubesim_runtime::Rng;
 use serde_json::{Number, Value};
+
+use super::Funcs;
+
+/// The random source of `RandInt`, `RandData` and the like: the caller's,
+/// so that a run draws from its one seeded sequence.
+pub trait Draws {
+    /// Uniform in [0, n).
+    fn below(&self, n: u64) -> u64;
+    /// A source of its own whose draws depend on `seed` alone.
+    fn seeded(seed: u64) -> Self;
+}
 
 const ALPHANUM: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 /// The functions, with what some of them need: a random source and the
 /// directory `IncludeFile`/`IncludeEmbedFile` paths are relative to.
-pub struct Cl2Funcs {
-    pub rng: Rng,
+pub struct ClusterLoader2Funcs<R> {
+    pub rng: R,
     pub base_dir: PathBuf,
 }
 
@@ -82,8 +91,8 @@ fn string_arg(name: &str, v: &Value) -> Result<String, String> {
     }
 }
 
-impl Cl2Funcs {
-    fn rand_data(&self, n: usize, rng: &Rng) -> Value {
+impl<R: Draws> ClusterLoader2Funcs<R> {
+    fn rand_data(&self, n: usize, rng: &R) -> Value {
         let s: String = (0..n)
             .map(|_| ALPHANUM[rng.below(ALPHANUM.len() as u64) as usize] as char)
             .collect();
@@ -181,7 +190,7 @@ impl Cl2Funcs {
                 };
                 // The same seed always gives the same data, as upstream's
                 // sha256-seeded source does (not the same bytes as it).
-                let rng = Rng::seeded(fnv1a(seed.as_bytes()));
+                let rng = R::seeded(fnv1a(seed.as_bytes()));
                 Ok(self.rand_data(num(&args[0])?.max(0.0) as usize, &rng))
             })(),
             "IfThenElse" => (|| {
@@ -238,7 +247,7 @@ impl Cl2Funcs {
     }
 }
 
-impl Funcs for Cl2Funcs {
+impl<R: Draws> Funcs for ClusterLoader2Funcs<R> {
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         self.eval(name, args)
     }

@@ -1,13 +1,15 @@
-//! Go `text/template`, as far as kwok's stage templates and common sprig
-//! use need it, evaluated over JSON values: `{{ }}` actions with trim
-//! markers, fields, variables (`:=` and `=`), pipelines, `if`/`with`/
-//! `range` with `else`, `break`/`continue`, `define`/`template`/`block`,
-//! Go's predefined functions and a sprig subset.
+//! Go `text/template`, as far as kwok's Stage templates, ClusterLoader2's
+//! configs and common sprig use need it, evaluated over JSON values:
+//! `{{ }}` actions with trim markers, fields, variables (`:=` and `=`),
+//! pipelines, `if`/`with`/`range` with `else`, `break`/`continue`,
+//! `define`/`template`/`block`, Go's predefined functions and a sprig
+//! subset. One evaluator serves every caller; what differs between kwok's
+//! and ClusterLoader2's templates is only the caller's [`Funcs`].
 
 mod builtins;
+pub mod clusterloader2;
 mod exec;
-#[cfg(test)]
-mod exec_before;
+pub mod kwok;
 mod lexer;
 mod parse;
 mod sprig;
@@ -23,9 +25,11 @@ pub use builtins::show;
 #[error("template: {0}")]
 pub struct TemplateError(pub String);
 
-/// Functions the caller provides beyond the built-ins (kwok's `Now`,
-/// `NodeIP`, `PodIPsWith`, ...). `None` means "no such function"; they are
-/// looked up before the built-ins, so a caller may override those.
+/// Functions the caller provides beyond the built-ins: each caller's own
+/// set (kwok's `Now`, `NodeIP`, `PodIPsWith`, ...; ClusterLoader2's
+/// `DefaultParam`, `AddInt`, `Loop`, ...). `None` means "no such
+/// function"; they are looked up before the built-ins, so a caller may
+/// override those.
 pub trait Funcs {
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>>;
 }
@@ -70,14 +74,6 @@ impl Template {
         if e.out.len() > MAX_OUTPUT {
             return Err(TemplateError("output too large".into()));
         }
-        Ok(e.out)
-    }
-
-    /// Renders with the evaluator that copied what it read.
-    #[cfg(test)]
-    fn render_before(&self, data: &Value, funcs: &dyn Funcs) -> Result<String, TemplateError> {
-        let mut e = exec_before::Exec::new(funcs, &self.defines, data);
-        e.run(&self.root, data)?;
         Ok(e.out)
     }
 }

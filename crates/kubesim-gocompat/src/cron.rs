@@ -1,15 +1,14 @@
-//! Cron schedules as CronJobs run them: the five standard fields (minute,
-//! hour, day of month, month, day of week) with lists, ranges, steps and
-//! month/day names, the `@hourly`-style descriptors and `@every <duration>`.
-//!
-//! Acceptance is decided by the API server's validator
-//! ([`kubesim_core::validation::cron::check`]), so a schedule the server
-//! stored always parses here, with the same error wording otherwise.
+//! Cron schedules as CronJobs run them, with robfig/cron's standard parser
+//! (the one Kubernetes uses): the five fields (minute, hour, day of month,
+//! month, day of week) with lists, ranges, steps and month/day names, the
+//! `@hourly`-style descriptors and `@every <duration>`. The API server's
+//! validation and the CronJob controller both parse here, so a schedule
+//! the server stored always runs, and a refused one is refused with the
+//! parser's wording.
 
 use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
-use kubesim_core::validation::cron::check;
 
 /// A parsed schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,45 +33,88 @@ pub struct Fields {
     pub dow_star: bool,
 }
 
+/// The bounds of one field, and the names its values may be written as.
+struct Field {
+    min: u32,
+    max: u32,
+    names: &'static [&'static str],
+}
+
 const MONTHS: &[&str] = &[
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ];
 const DAYS: &[&str] = &["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
-/// (min, max, names) of each field, in order.
-const BOUNDS: [(u32, u32, &[&str]); 5] = [
-    (0, 59, &[]),
-    (0, 23, &[]),
-    (1, 31, &[]),
-    (1, 12, MONTHS),
-    (0, 6, DAYS),
+const FIELDS: [Field; 5] = [
+    Field {
+        min: 0,
+        max: 59,
+        names: &[],
+    },
+    Field {
+        min: 0,
+        max: 23,
+        names: &[],
+    },
+    Field {
+        min: 1,
+        max: 31,
+        names: &[],
+    },
+    Field {
+        min: 1,
+        max: 12,
+        names: MONTHS,
+    },
+    Field {
+        min: 0,
+        max: 6,
+        names: DAYS,
+    },
 ];
 
 /// How far ahead a search for the next time looks before giving up (a
 /// schedule such as `0 0 30 2 *` never fires).
 const HORIZON_YEARS: i16 = 5;
 
+/// Parses a schedule; the error text is the parser's, what the API reports
+/// after `Invalid value: "<schedule>": `.
 pub fn parse(spec: &str) -> Result<Schedule, String> {
-    check(spec)?;
     let spec = spec.trim();
+    if spec.is_empty() {
+        return Err("empty spec string".into());
+    }
     let expanded = match spec {
         "@yearly" | "@annually" => "0 0 1 1 *",
         "@monthly" => "0 0 1 * *",
         "@weekly" => "0 0 * * 0",
         "@daily" | "@midnight" => "0 0 * * *",
         "@hourly" => "0 * * * *",
-        s => match s.strip_prefix("@every ") {
-            Some(d) => return Ok(Schedule::Every(every_seconds(d.trim()))),
-            None => s,
-        },
+        s if s.starts_with('@') => {
+            let Some(d) = s.strip_prefix("@every ") else {
+                return Err(format!("unrecognized descriptor: {spec}"));
+            };
+            let ns = crate::duration::parse(d.trim())
+                .map_err(|e| format!("failed to parse duration {spec}: {e}"))?;
+            // Upstream's constant delay: at least a second, in whole
+            // seconds.
+            return Ok(Schedule::Every(ns.max(1_000_000_000) / 1_000_000_000));
+        }
+        s => s,
     };
     let parts: Vec<&str> = expanded.split_whitespace().collect();
+    if parts.len() != 5 {
+        return Err(format!(
+            "expected exactly 5 fields, found {}: [{}]",
+            parts.len(),
+            parts.join(" ")
+        ));
+    }
     let mut bits = [0u64; 5];
     let mut star = [false; 5];
-    for (i, part) in parts.iter().enumerate().take(5) {
-        let (min, max, names) = BOUNDS[i];
+    for (i, (part, field)) in parts.iter().zip(FIELDS.iter()).enumerate() {
         for item in part.split(',') {
-            let (b, s) = item_bits(item, min, max, names, i >= 2)?;
+            let (b, s) = item_bits(item, field, i >= 2)?;
             bits[i] |= b;
             star[i] |= s;
         }
@@ -89,40 +131,61 @@ pub fn parse(spec: &str) -> Result<Schedule, String> {
 }
 
 /// The bits of one list item, and whether it was an unstepped wildcard.
-fn item_bits(
-    item: &str,
-    min: u32,
-    max: u32,
-    names: &[&str],
-    question: bool,
-) -> Result<(u64, bool), String> {
-    let (range, step) = match item.split_once('/') {
-        Some((r, s)) => (r, Some(s)),
-        None => (item, None),
+/// `question`: whether `?` may stand for `*` (the day fields).
+fn item_bits(expr: &str, f: &Field, question: bool) -> Result<(u64, bool), String> {
+    let (range, step) = match expr.split_once('/') {
+        Some((r, s)) => {
+            if s.contains('/') {
+                return Err(format!("too many slashes: {expr}"));
+            }
+            (r, Some(s))
+        }
+        None => (expr, None),
     };
-    let step_given = step.is_some();
-    let step = match step {
-        Some(s) => s.parse::<u32>().map_err(|_| format!("bad step: {item}"))?,
-        None => 1,
-    };
-    if step == 0 {
-        return Err(format!("step of range should be a positive number: {item}"));
-    }
     let wildcard = range == "*" || (question && range == "?");
     let (start, end) = if wildcard {
-        (min, max)
+        (f.min, f.max)
     } else {
-        let mut bounds = range.splitn(2, '-');
-        let a = number(bounds.next().unwrap_or(""), min, names)?;
-        match bounds.next() {
-            Some(b) => (a, number(b, min, names)?),
-            // `a/n` runs from `a` to the end of the field.
-            None if step_given => (a, max),
-            None => (a, a),
+        let bounds: Vec<&str> = range.split('-').collect();
+        match bounds.as_slice() {
+            [a] => {
+                let a = number(a, f)?;
+                // `a/n` runs from `a` to the end of the field.
+                (a, if step.is_some() { f.max } else { a })
+            }
+            [a, b] => (number(a, f)?, number(b, f)?),
+            _ => return Err(format!("too many hyphens: {expr}")),
         }
     };
-    if start < min || end > max || start > end {
-        return Err(format!("out of range: {item}"));
+    let step = match step {
+        None => 1,
+        Some(st) => match st.parse::<u32>() {
+            Ok(0) => return Err(format!("step of range should be a positive number: {expr}")),
+            Ok(n) => n,
+            Err(_) => {
+                return Err(format!(
+                    "failed to parse int from {st}: strconv.Atoi: parsing {}: invalid syntax",
+                    quote(st)
+                ))
+            }
+        },
+    };
+    if start < f.min {
+        return Err(format!(
+            "beginning of range ({start}) below minimum ({}): {expr}",
+            f.min
+        ));
+    }
+    if end > f.max {
+        return Err(format!(
+            "end of range ({end}) above maximum ({}): {expr}",
+            f.max
+        ));
+    }
+    if start > end {
+        return Err(format!(
+            "beginning of range ({start}) beyond end of range ({end}): {expr}"
+        ));
     }
     let mut bits = 0u64;
     let mut v = start;
@@ -137,50 +200,28 @@ fn item_bits(
     Ok((bits, wildcard && step == 1))
 }
 
-fn number(s: &str, min: u32, names: &[&str]) -> Result<u32, String> {
-    let lower = s.to_ascii_lowercase();
-    if let Some(i) = names.iter().position(|n| *n == lower) {
-        return Ok(i as u32 + min);
-    }
-    s.parse::<u32>().map_err(|_| format!("bad number: {s}"))
+fn quote(s: &str) -> String {
+    format!("\"{s}\"")
 }
 
-/// A Go duration (`1h30m`, `90s`, `1.5h`) in whole seconds, at least one,
-/// as upstream's constant-delay schedules round it.
-fn every_seconds(d: &str) -> i64 {
-    let mut total = 0f64;
-    let mut rest = d;
-    while !rest.is_empty() {
-        let n = rest
-            .bytes()
-            .take_while(|c| c.is_ascii_digit() || *c == b'.')
-            .count();
-        let value: f64 = rest[..n].parse().unwrap_or(0.0);
-        rest = &rest[n..];
-        let units: [(&str, f64); 7] = [
-            ("ns", 1e-9),
-            ("us", 1e-6),
-            ("µs", 1e-6),
-            ("ms", 1e-3),
-            ("s", 1.0),
-            ("m", 60.0),
-            ("h", 3600.0),
-        ];
-        let unit = units
-            .iter()
-            .filter(|(u, _)| rest.starts_with(u))
-            .max_by_key(|(u, _)| u.len());
-        match unit {
-            Some((u, scale)) => {
-                total += value * scale;
-                rest = &rest[u.len()..];
-            }
-            None => break,
-        }
+fn number(s: &str, f: &Field) -> Result<u32, String> {
+    let lower = s.to_ascii_lowercase();
+    if let Some(i) = f.names.iter().position(|n| *n == lower) {
+        // Month names count from 1, day names from 0.
+        return Ok(i as u32 + f.min);
     }
-    // Clamp before converting: a float beyond i64 would saturate anyway,
-    // but a delay of centuries is as good as never.
-    (total.min(1e12) as i64).max(1)
+    if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(format!(
+            "failed to parse int from {s}: strconv.Atoi: parsing {}: invalid syntax",
+            quote(s)
+        ));
+    }
+    s.parse::<u32>().map_err(|_| {
+        format!(
+            "failed to parse int from {s}: strconv.Atoi: parsing {}: value out of range",
+            quote(s)
+        )
+    })
 }
 
 impl Fields {
@@ -361,6 +402,68 @@ mod tests {
             parse("* * *"),
             Err("expected exactly 5 fields, found 3: [* * *]".into())
         );
+    }
+
+    #[test]
+    fn accepts_common_schedules() {
+        for s in [
+            "*/5 * * * *",
+            "0 0 * * 0",
+            "15 3 1-15/2 JAN-jun mon,wed,fri",
+            "0 0 ? * *",
+            "@hourly",
+            "@every 1h30m",
+            "5/15 * * * *",
+        ] {
+            assert!(parse(s).is_ok(), "{s}");
+        }
+    }
+
+    #[test]
+    fn rejects_with_parser_wording() {
+        let err = |s: &str| parse(s).unwrap_err();
+        assert_eq!(err("* * *"), "expected exactly 5 fields, found 3: [* * *]");
+        assert_eq!(
+            err("60 * * * *"),
+            "end of range (60) above maximum (59): 60"
+        );
+        assert_eq!(
+            err("* * 0 * *"),
+            "beginning of range (0) below minimum (1): 0"
+        );
+        assert_eq!(err("@often"), "unrecognized descriptor: @often");
+        assert_eq!(
+            err("@every x"),
+            "failed to parse duration @every x: time: invalid duration \"x\""
+        );
+        assert_eq!(
+            err("@every 5"),
+            "failed to parse duration @every 5: time: missing unit in duration \"5\""
+        );
+        assert_eq!(
+            err("1/x * * * *"),
+            "failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax"
+        );
+        assert_eq!(err("1/2/3 * * * *"), "too many slashes: 1/2/3");
+        assert_eq!(
+            err("5-1 * * * *"),
+            "beginning of range (5) beyond end of range (1): 5-1"
+        );
+        assert!(err("*/0 * * * *").starts_with("step of range"));
+        assert!(err("1-2-3 * * * *").starts_with("too many hyphens"));
+        assert!(parse("x * * * *").is_err());
+        assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn every_is_whole_seconds_and_at_least_one() {
+        assert_eq!(parse("@every 90s"), Ok(Schedule::Every(90)));
+        assert_eq!(parse("@every 1.9s"), Ok(Schedule::Every(1)));
+        assert_eq!(parse("@every 1h30m"), Ok(Schedule::Every(5400)));
+        // Go's ParseDuration takes these, and the delay is then a second.
+        assert_eq!(parse("@every 0"), Ok(Schedule::Every(1)));
+        assert_eq!(parse("@every 10ms"), Ok(Schedule::Every(1)));
+        assert_eq!(parse("@every -5s"), Ok(Schedule::Every(1)));
     }
 
     #[test]
