@@ -112,6 +112,33 @@ fn quantity_string(n: &serde_json::Number) -> String {
     }
 }
 
+/// The maps a schema node stands for once `$ref` and `allOf` are looked
+/// through: a few at most, kept on the stack, since this runs for every
+/// field of every write.
+#[derive(Clone, Copy, Default)]
+struct Parts<'a> {
+    maps: [Option<&'a Map<String, Value>>; MAX_PARTS],
+    len: usize,
+}
+
+/// More than this many maps for one node (a `$ref` to an `allOf` of
+/// `$ref`s, ...) is not found in the built-in schemas; the rest are not
+/// looked at.
+const MAX_PARTS: usize = 8;
+
+impl<'a> Parts<'a> {
+    fn push(&mut self, m: &'a Map<String, Value>) {
+        if self.len < MAX_PARTS {
+            self.maps[self.len] = Some(m);
+            self.len += 1;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &'a Map<String, Value>> + '_ {
+        self.maps[..self.len].iter().flatten().copied()
+    }
+}
+
 /// How a schema node decodes, once `$ref` and `allOf` are looked through.
 enum Shape<'a> {
     /// Takes any JSON.
@@ -121,8 +148,8 @@ enum Shape<'a> {
     Time {
         micro: bool,
     },
-    /// A Go struct: its properties, and the Go type's name.
-    Struct(Vec<&'a Map<String, Value>>, String),
+    /// A Go struct: its properties, and the definition it comes from.
+    Struct(Parts<'a>, Option<&'a str>),
     Map(&'a Value),
     Slice(&'a Value),
     Bytes,
@@ -184,7 +211,7 @@ fn int_fits(v: &Value, bits: &str) -> bool {
 
 impl<'a> Walker<'a> {
     fn shape(&self, schema: &'a Value) -> Shape<'a> {
-        let mut parts = Vec::new();
+        let mut parts = Parts::default();
         let mut def = None;
         flatten(self.defs, schema, 0, &mut parts, &mut def);
         if def.is_none() && std::ptr::eq(schema, self.root.0) {
@@ -220,8 +247,7 @@ impl<'a> Walker<'a> {
         match ty {
             Some("object") => {
                 if parts.iter().any(|m| m.get("properties").is_some()) {
-                    let name = def.map(go_name).unwrap_or_else(|| "struct".into());
-                    return Shape::Struct(parts, name);
+                    return Shape::Struct(parts, def);
                 }
                 match parts.iter().find_map(|m| m.get("additionalProperties")) {
                     Some(v @ Value::Object(_)) => Shape::Map(v),
@@ -257,7 +283,7 @@ impl<'a> Walker<'a> {
             Shape::IntOrString => "intstr.IntOrString".into(),
             Shape::Time { micro: false } => "v1.Time".into(),
             Shape::Time { micro: true } => "v1.MicroTime".into(),
-            Shape::Struct(_, name) => name,
+            Shape::Struct(_, def) => def.map(go_name).unwrap_or_else(|| "struct".into()),
             Shape::Map(v) => format!("map[string]{}", self.go_type(v, depth + 1)),
             Shape::Slice(v) => format!("[]{}", self.go_type(v, depth + 1)),
             Shape::Bytes => "[]uint8".into(),
@@ -380,11 +406,11 @@ impl<'a> Walker<'a> {
                     json_kind(v)
                 )),
             },
-            Shape::Struct(parts, name) => {
+            Shape::Struct(parts, def) => {
                 let Value::Object(obj) = value else {
                     return wrong(self);
                 };
-                let struct_name = short_name(&name).to_string();
+                let struct_name = def.map(short_name).unwrap_or("struct");
                 for (key, child) in obj {
                     let prop = parts.iter().find_map(|m| {
                         m.get("properties")
@@ -394,7 +420,7 @@ impl<'a> Walker<'a> {
                     // Unknown fields are the strict decoder's business.
                     let Some(prop) = prop else { continue };
                     self.path.push(key);
-                    let r = self.check(prop, child, &struct_name, depth + 1);
+                    let r = self.check(prop, child, struct_name, depth + 1);
                     self.path.pop();
                     r?;
                 }
@@ -449,7 +475,7 @@ fn flatten<'a>(
     defs: &'a Map<String, Value>,
     schema: &'a Value,
     hops: usize,
-    out: &mut Vec<&'a Map<String, Value>>,
+    out: &mut Parts<'a>,
     def: &mut Option<&'a str>,
 ) {
     let Value::Object(m) = schema else {
