@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::error::Cause;
 
+pub use cel_rules::to_cel as json_to_cel;
 pub use defaults::apply_defaults;
 pub use prune::prune;
 

@@ -21,9 +21,12 @@
 use std::sync::{Arc, OnceLock};
 
 use cel::common::value::CowVal;
-use cel::objects::{Key, KeyRef, Map};
+use cel::objects::{KeyRef, Map};
 use cel::{Context, Env, ExecutionError, FunctionContext, Program, Value as Cel};
 use kubesim_core::quantity::Quantity;
+// JSON as CEL sees a Kubernetes object: integers are `int` (as the Go
+// types' int32/int64 fields are), which CEL compares with `int` literals.
+use kubesim_core::structural::json_to_cel as to_cel;
 use serde_json::Value;
 
 /// How deep `Usage()` may call back into usage expressions that call
@@ -152,31 +155,6 @@ pub fn eval_self(expr: &Expr, obj: &Cel) -> Result<Cel, String> {
     expr.program
         .execute(&ctx)
         .map_err(|e| format!("CEL {:?} failed: {e}", expr.source.trim()))
-}
-
-/// JSON as CEL sees a Kubernetes object: integers are `int` (as the Go
-/// types' int32/int64 fields are), not the `uint` a generic conversion of
-/// a non-negative JSON number gives, which CEL would not compare or add
-/// to an `int` literal.
-fn to_cel(v: &Value) -> Cel {
-    match v {
-        Value::Null => Cel::Null,
-        Value::Bool(b) => Cel::Bool(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Cel::Int(i),
-            (None, Some(u)) => Cel::UInt(u),
-            _ => Cel::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        Value::String(s) => Cel::String(Arc::new(s.clone())),
-        Value::Array(a) => Cel::List(Arc::new(a.iter().map(to_cel).collect())),
-        Value::Object(m) => Cel::Map(Map {
-            map: Arc::new(
-                m.iter()
-                    .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
-                    .collect(),
-            ),
-        }),
-    }
 }
 
 /// A scalar CEL result as JSON; None for lists, maps and other kinds.

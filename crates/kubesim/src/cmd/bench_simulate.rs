@@ -141,6 +141,27 @@ fn family(jobs: usize) -> Vec<Member> {
     ]
 }
 
+/// Simulates `jobs` on `nodes` identical nodes; the run, and the wall and
+/// CPU seconds it took.
+fn timed(
+    args: &BenchArgs,
+    nodes: u32,
+    cpu: u32,
+    memory: &str,
+    jobs: Vec<SimJob>,
+) -> anyhow::Result<(kubesim_sim::engine::Run, f64, f64)> {
+    let nodes = cluster::nodes(
+        &cluster::uniform(nodes, &cpu.to_string(), memory).map_err(|e| anyhow::anyhow!(e))?,
+    );
+    let mut setup = Setup::new(nodes);
+    setup.terminated_pod_gc_threshold = args.terminated_pod_gc_threshold;
+    let wall = Clock::wall();
+    let (t0, cpu0) = (wall.instant(), cpu_seconds("self"));
+    let run = simulate(setup, jobs)?;
+    let secs = (wall.instant() - t0).as_secs_f64();
+    Ok((run, secs, cpu_seconds("self") - cpu0))
+}
+
 fn run_family(args: &BenchArgs) -> anyhow::Result<()> {
     println!("simulate --family: {} jobs per member", args.jobs);
     println!("| member | nodes | wall s | CPU s | µs per job | simulated days | utilisation |");
@@ -149,17 +170,7 @@ fn run_family(args: &BenchArgs) -> anyhow::Result<()> {
         let w = synth::generate(&m.opts).map_err(|e| anyhow::anyhow!(e))?;
         let (jobs, _) = workload::batsim::read(&w.to_string(), "w0", &ReadOptions::default())
             .map_err(|e| anyhow::anyhow!(e))?;
-        let nodes = cluster::nodes(
-            &cluster::uniform(m.nodes, &m.node_cpu.to_string(), "256Gi")
-                .map_err(|e| anyhow::anyhow!(e))?,
-        );
-        let mut setup = Setup::new(nodes);
-        setup.terminated_pod_gc_threshold = args.terminated_pod_gc_threshold;
-        let wall = Clock::wall();
-        let (t0, cpu0) = (wall.instant(), cpu_seconds("self"));
-        let run = simulate(setup, jobs)?;
-        let secs = (wall.instant() - t0).as_secs_f64();
-        let cpu = cpu_seconds("self") - cpu0;
+        let (run, secs, cpu) = timed(args, m.nodes, m.node_cpu, "256Gi", jobs)?;
         let s = Summary::of(&run);
         println!(
             "| {} | {} | {secs:.2} | {cpu:.1} | {:.0} | {:.1} | {:.1} % |",
@@ -183,17 +194,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         None => trace(args.jobs, &Rng::seeded(7)),
     };
     let n = jobs.len();
-    let nodes = cluster::nodes(
-        &cluster::uniform(args.nodes as u32, &NODE_CPUS.to_string(), "64Gi")
-            .map_err(|e| anyhow::anyhow!(e))?,
-    );
-    let mut setup = Setup::new(nodes);
-    setup.terminated_pod_gc_threshold = args.terminated_pod_gc_threshold;
-    let wall = Clock::wall();
-    let (t0, cpu0) = (wall.instant(), cpu_seconds("self"));
-    let run = simulate(setup, jobs)?;
-    let secs = (wall.instant() - t0).as_secs_f64();
-    let cpu = cpu_seconds("self") - cpu0;
+    let (run, secs, cpu) = timed(args, args.nodes as u32, NODE_CPUS, "64Gi", jobs)?;
     let s = Summary::of(&run);
     println!(
         "simulate: {n} jobs on {} nodes of {NODE_CPUS} cpus: {:.0} s ({:.1} days) simulated in {secs:.2} s of wall time ({:.0}x real time, {:.0} jobs/s), CPU {cpu:.1} s",
