@@ -29,7 +29,7 @@ async fn app() -> axum::Router {
         server,
         metrics: Metrics::default(),
         address: "127.0.0.1:6443".into(),
-        token: None,
+        auth: Default::default(),
         extra: None,
     }))
 }

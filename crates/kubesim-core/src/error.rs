@@ -182,16 +182,20 @@ impl ApiError {
         e
     }
 
+    /// Upstream's `NewForbidden`: the resource and name are left out of
+    /// the message when the request had none.
     pub fn forbidden(resource: &str, group: &str, name: &str, why: &str) -> Self {
-        ApiError::new(
-            403,
-            "Forbidden",
+        let message = if resource.is_empty() {
+            format!("forbidden: {why}")
+        } else if name.is_empty() {
+            format!("{} is forbidden: {why}", qualified(resource, group))
+        } else {
             format!(
                 "{} \"{name}\" is forbidden: {why}",
                 qualified(resource, group)
-            ),
-        )
-        .with_details(name, group, resource)
+            )
+        };
+        ApiError::new(403, "Forbidden", message).with_details(name, group, resource)
     }
 
     pub fn method_not_allowed(message: impl Into<String>) -> Self {

@@ -22,6 +22,7 @@ pub mod meta;
 pub mod patch;
 pub mod proto;
 pub mod quantity;
+pub mod rbac;
 pub mod resource;
 pub mod same;
 pub mod schema;

@@ -117,13 +117,39 @@ fn wrong_token_is_unauthorized() {
         "{stderr}"
     );
 
-    // The probes stay open without credentials.
+    // A wrong token is refused even on the probes, as upstream does...
     let out = kubectl(&bad, &["get", "--raw", "/readyz"]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        !out.status.success(),
+        "a wrong token was accepted on /readyz"
     );
+    // ...which stay open without credentials, as system:anonymous, who
+    // may read nothing else. (kubectl would prompt for a password without
+    // credentials, so kube-rs asks.)
+    let anonymous = text.replace(&format!("\n    token: {}", token.trim()), " {}");
+    assert!(!anonymous.contains(token.trim()));
+    let (probe, list) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let kc = kube::config::Kubeconfig::from_yaml(&anonymous).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .expect("config");
+        let client = kube::Client::try_from(config).expect("client");
+        let get = |path: &str| http::Request::get(path).body(Vec::new()).unwrap();
+        let probe = client.request_text(get("/readyz")).await;
+        let list = client.request_text(get("/api/v1/namespaces")).await;
+        (probe, list)
+    });
+    assert_eq!(probe.expect("anonymous /readyz"), "ok");
+    match list {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 403);
+            assert_eq!(
+                s.message,
+                "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+            );
+        }
+        other => panic!("anonymous listed namespaces: {other:?}"),
+    }
 }
 
 #[test]
@@ -149,11 +175,23 @@ fn issued_service_account_tokens_authenticate() {
     };
     let as_sa = server.dir.join("kubeconfig-sa");
     std::fs::write(&as_sa, text.replace(admin.trim(), &issued)).unwrap();
-    let out = kubectl(&as_sa, &["get", "namespaces", "-o", "name"]);
+    let out = kubectl(
+        &as_sa,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    );
     assert!(
         out.status.success(),
         "an issued token was refused: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "system:serviceaccount:default:default"
     );
 
     // A tampered token is not.
@@ -164,7 +202,7 @@ fn issued_service_account_tokens_authenticate() {
     forged[i] = if forged[i] == 'A' { 'B' } else { 'A' };
     let forged: String = forged.into_iter().collect();
     std::fs::write(&as_sa, text.replace(admin.trim(), &forged)).unwrap();
-    let out = kubectl(&as_sa, &["get", "namespaces"]);
+    let out = kubectl(&as_sa, &["auth", "whoami"]);
     assert!(!out.status.success(), "a forged token was accepted");
 
     // Nor one whose service account is gone.
@@ -175,15 +213,15 @@ fn issued_service_account_tokens_authenticate() {
         String::from_utf8_lossy(&out.stderr)
     );
     std::fs::write(&as_sa, text.replace(admin.trim(), &issued)).unwrap();
-    let out = kubectl(&as_sa, &["get", "namespaces"]);
+    let out = kubectl(&as_sa, &["auth", "whoami"]);
     assert!(
         !out.status.success(),
         "a token of a deleted account was accepted"
     );
 }
 
-/// Issued tokens are signed with a secret kept in the store, so they still
-/// authenticate after the server restarts, as on a real cluster.
+/// Issued tokens are signed with a key kept in the data directory, so they
+/// still authenticate after the server restarts, as on a real cluster.
 #[test]
 fn issued_tokens_survive_a_restart() {
     let dir = std::env::temp_dir().join(format!("kubesim-tls-restart-{}", std::process::id()));
@@ -210,11 +248,28 @@ fn issued_tokens_survive_a_restart() {
     let text = std::fs::read_to_string(&kc).unwrap();
     let as_sa = dir.join("kubeconfig-sa");
     std::fs::write(&as_sa, text.replace(admin.trim(), &issued)).unwrap();
-    let out = kubectl(&as_sa, &["get", "namespaces", "-o", "name"]);
+    let out = kubectl(&as_sa, &["auth", "whoami"]);
     assert!(
         out.status.success(),
         "a token issued before the restart was refused: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // The key is a file only its owner reads, and no stored object.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join("service-account.key"))
+            .expect("the signing key file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let secrets = kubectl(&kc, &["get", "secrets", "-A", "-o", "name"]);
+    assert!(secrets.status.success());
+    assert!(
+        String::from_utf8_lossy(&secrets.stdout).trim().is_empty(),
+        "{}",
+        String::from_utf8_lossy(&secrets.stdout)
     );
     drop(server);
 }

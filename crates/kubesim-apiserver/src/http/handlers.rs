@@ -18,15 +18,71 @@ use super::route::{self, ResourcePath, Route};
 use super::{
     bytes_response, error_response, json_response, value_response, with_warnings, App, MAX_BODY,
 };
+use crate::auth::attributes::resource_verb;
+use crate::auth::authn::PeerIdentity;
+use crate::auth::{Attributes, RequestAuth};
 use crate::service::approval::ApprovalChange;
 use crate::service::read::list_json;
 use crate::service::subresource::ScaleChange;
 use crate::service::{Caller, WatchRequest};
 
 pub(crate) async fn dispatch(app: Arc<App>, req: Request) -> Response {
-    if !super::authorized(&app, &req) {
-        return super::unauthorized_response();
+    let auth = match authenticate_and_authorize(&app, &req) {
+        Ok(a) => a,
+        Err(e) => return error_response(&e),
+    };
+    crate::auth::scoped(auth, serve(app, req)).await
+}
+
+/// Who sent `req` (after impersonation), once RBAC allows what it asks.
+fn authenticate_and_authorize(app: &App, req: &Request) -> Result<RequestAuth, ApiError> {
+    let server = &app.server;
+    let peer = req.extensions().get::<PeerIdentity>();
+    let user = server.authenticate(&app.auth, req.headers(), peer)?;
+    let user = server.impersonate(user, req.headers())?;
+    let enforce = server.rbac_enabled();
+    if enforce {
+        let a = request_attributes(req);
+        if !server.authorize(&user, &a).allowed {
+            return Err(a.forbidden(&user.name));
+        }
     }
+    Ok(RequestAuth {
+        user: Arc::new(user),
+        enforce,
+    })
+}
+
+/// What `req` asks to do, in RBAC's terms.
+fn request_attributes(req: &Request) -> Attributes {
+    let path = req.uri().path();
+    let method = req.method().as_str();
+    match route::parse(path) {
+        Route::Resource(p) => {
+            let watch = Query::parse(req.uri().query()).watch().unwrap_or(false);
+            // A namespace is its own namespace, as upstream's request info
+            // says, so a RoleBinding may grant reading it.
+            let namespace = match (&p.name, p.group.is_empty() && p.plural == "namespaces") {
+                (Some(n), true) => n.clone(),
+                _ => p.namespace,
+            };
+            Attributes {
+                verb: resource_verb(method, p.name.is_some(), watch).to_string(),
+                resource_request: true,
+                group: p.group,
+                version: p.version,
+                resource: p.plural,
+                subresource: p.subresource.unwrap_or_default(),
+                namespace,
+                name: p.name.unwrap_or_default(),
+                path: String::new(),
+            }
+        }
+        _ => Attributes::non_resource(method, path),
+    }
+}
+
+async fn serve(app: Arc<App>, req: Request) -> Response {
     let started = app.server.clock.instant();
     let path = req.uri().path().to_string();
     let route = route::parse(&path);

@@ -32,9 +32,8 @@ pub struct App {
     pub metrics: metrics::Metrics,
     /// host:port clients reach us at, for `/api`'s serverAddressByClientCIDRs.
     pub address: String,
-    /// When set, every request but the health and version probes must carry
-    /// `Authorization: Bearer <token>`.
-    pub token: Option<String>,
+    /// How requests are authenticated (see `auth::authn`).
+    pub auth: crate::auth::authn::Config,
     /// GET paths served by a component outside the API server (the
     /// emulated kubelets' Prometheus endpoints), asked only for paths the
     /// API does not serve.
@@ -46,56 +45,6 @@ pub struct App {
 pub trait ExtraRoutes: Send + Sync {
     /// The content type and body for `path`, or None when not served.
     fn get(&self, path: &str) -> Option<(String, Vec<u8>)>;
-}
-
-/// Paths load balancers and probes reach without credentials, as on a real
-/// cluster where anonymous access to them is allowed.
-const PUBLIC_PATHS: [&str; 4] = ["/healthz", "/livez", "/readyz", "/version"];
-
-/// Whether the request may proceed under the configured token.
-pub(crate) fn authorized(app: &App, req: &Request) -> bool {
-    let Some(token) = &app.token else {
-        return true;
-    };
-    let path = req.uri().path();
-    if PUBLIC_PATHS
-        .iter()
-        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
-    {
-        return true;
-    }
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    // Compare without an early exit so timing does not leak the prefix.
-    let admin = given.len() == token.len()
-        && given
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    // Service account tokens the server issued are accepted too, as a real
-    // cluster authenticates them (authorization is not modelled: every
-    // authenticated caller may do everything).
-    admin || (!given.is_empty() && app.server.token_is_valid(given))
-}
-
-pub(crate) fn unauthorized_response() -> Response {
-    value_response(
-        401,
-        &serde_json::json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": "Unauthorized",
-            "reason": "Unauthorized",
-            "code": 401,
-        }),
-    )
 }
 
 /// The router: every path goes through one handler that parses it, because

@@ -43,11 +43,14 @@ fn add_finalizer(obj: &mut Value, finalizer: &str) {
 
 /// Whether [`Server::admit`] of an update of `resource` reads and changes
 /// nothing but the object: an update of it may be prepared ahead of time.
-/// (A Service's allocates addresses; a CRD's reads its versions.)
+/// (A Service's allocates addresses; a CRD's reads its versions; an RBAC
+/// object's reads the roles its writer holds.)
 pub(crate) fn admits_updates_alone(resource: &ResourceInfo) -> bool {
     !matches!(
         (resource.group.as_str(), resource.plural.as_str()),
-        ("", "services") | ("apiextensions.k8s.io", "customresourcedefinitions")
+        ("", "services")
+            | ("apiextensions.k8s.io", "customresourcedefinitions")
+            | (crate::auth::rbac::GROUP, _)
     )
 }
 
@@ -61,7 +64,12 @@ impl Server {
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
         match (resource.group.as_str(), resource.plural.as_str()) {
+            (crate::auth::rbac::GROUP, _) => self.check_escalation(resource, obj),
             ("", "pods") if old.is_none() => self.admit_pod_priority(obj),
+            ("", "secrets") if old.is_none() => {
+                self.admit_legacy_token(obj);
+                Ok(())
+            }
             ("", "services") => {
                 self.admit_service(obj, old);
                 Ok(())

@@ -114,16 +114,27 @@ impl Server {
 }
 
 /// The identity a created CertificateSigningRequest records as its
-/// requester: upstream takes it from the request's user, which here is
-/// always the cluster's one administrator.
+/// requester: the request's user, as upstream takes it; components in
+/// this process ask as the admin.
 pub(crate) fn admit_csr(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
-    spec.insert("username".into(), super::reviews::USERNAME.into());
-    spec.insert("groups".into(), super::reviews::GROUPS.into());
-    spec.remove("uid");
-    spec.remove("extra");
+    let user = crate::auth::current()
+        .map(|a| a.user.as_ref().clone())
+        .unwrap_or_else(crate::auth::UserInfo::admin);
+    spec.insert("username".into(), user.name.into());
+    spec.insert("groups".into(), user.groups.into());
+    if user.uid.is_empty() {
+        spec.remove("uid");
+    } else {
+        spec.insert("uid".into(), user.uid.into());
+    }
+    if user.extra.is_empty() {
+        spec.remove("extra");
+    } else {
+        spec.insert("extra".into(), serde_json::json!(user.extra));
+    }
     // A request starts without conditions or a certificate.
     if let Some(o) = obj.as_object_mut() {
         o.remove("status");

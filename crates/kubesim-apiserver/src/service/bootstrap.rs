@@ -8,10 +8,8 @@ use serde_json::{json, Value};
 
 use super::{jwt, Caller, Server};
 
-/// The Secret holding the service-account token signing secret (upstream
-/// keeps its key in a file beside the API server; here the store is the
-/// one durable place).
-const TOKEN_KEY: &str = "kubesim-service-account-signing-key";
+/// The Secret in which earlier versions kept the token signing secret.
+const OLD_TOKEN_KEY: &str = "kubesim-service-account-signing-key";
 
 const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
@@ -52,48 +50,47 @@ impl Server {
                 Err(e) => return Err(e),
             }
         }
-        self.keep_token_key(&opts, &caller).await
+        self.bootstrap_rbac(&caller).await?;
+        self.retire_stored_token_key().await
     }
 
-    /// Signs service account tokens with the secret of an earlier start,
-    /// or keeps this start's secret for the next one.
-    async fn keep_token_key(
-        &self,
-        opts: &WriteOptions,
-        caller: &Caller,
-    ) -> Result<(), kubesim_core::ApiError> {
+    /// Moves the signing secret an earlier version kept in a Secret into
+    /// memory and deletes the Secret: a stored key could be read through
+    /// the API by anyone allowed to read Secrets in `kube-system`, and
+    /// then mint a token for any identity. The binary keeps the key in
+    /// its data directory instead (see [`Server::token_signing_secret`]).
+    async fn retire_stored_token_key(&self) -> Result<(), kubesim_core::ApiError> {
         let secrets = self.resource("", "v1", "secrets")?;
-        match self.get(&secrets, "kube-system", TOKEN_KEY) {
-            Ok(found) => {
-                let kept = found
-                    .pointer("/data/key")
-                    .and_then(Value::as_str)
-                    .and_then(|k| STANDARD.decode(k).ok())
-                    .filter(|k| !k.is_empty());
-                match kept {
-                    Some(k) => *self.tokens.write() = jwt::Signer::from_secret(&k),
-                    None => tracing::warn!(
-                        "the token signing Secret has no usable key; tokens will not outlive this start"
-                    ),
-                }
-                Ok(())
-            }
-            Err(e) if e.code == 404 => {
-                let key = STANDARD.encode(self.tokens.read().secret());
-                let obj = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                    "metadata": {"name": TOKEN_KEY, "namespace": "kube-system"},
-                    "data": {"key": key}});
-                match self
-                    .create(&secrets, "kube-system", obj, opts, caller)
-                    .await
-                {
-                    Ok(_) => Ok(()),
-                    Err(e) if e.code == 409 => Ok(()),
-                    Err(e) => Err(e),
-                }
-            }
+        let Ok(found) = self.get(&secrets, "kube-system", OLD_TOKEN_KEY) else {
+            return Ok(());
+        };
+        if let Some(k) = found
+            .pointer("/data/key")
+            .and_then(Value::as_str)
+            .and_then(|k| STANDARD.decode(k).ok())
+            .filter(|k| !k.is_empty())
+        {
+            *self.tokens.write() = jwt::Signer::from_secret(&k);
+        }
+        match self
+            .delete(&secrets, "kube-system", OLD_TOKEN_KEY, &Default::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 404 => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// The secret that signs service account tokens, for the binary to
+    /// keep beside the store (mode 0600) so tokens outlive a restart.
+    pub fn token_signing_secret(&self) -> Vec<u8> {
+        self.tokens.read().secret().to_vec()
+    }
+
+    /// Signs and checks tokens with a secret kept from an earlier start.
+    pub fn set_token_signing_secret(&self, secret: &[u8]) {
+        *self.tokens.write() = jwt::Signer::from_secret(secret);
     }
 }
 

@@ -16,6 +16,9 @@ use serde_json::{json, Value};
 /// `iss` of every token, upstream's default issuer.
 pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
+/// `iss` of the tokens kept in legacy token Secrets, upstream's.
+pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
+
 pub struct Signer {
     key: hmac::Key,
     secret: Vec<u8>,

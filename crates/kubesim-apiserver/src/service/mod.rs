@@ -16,7 +16,7 @@ pub(crate) mod decoded_without_parsing;
 pub mod delete;
 mod event_ttl;
 mod facts_from_bytes;
-mod jwt;
+pub(crate) mod jwt;
 pub mod logs;
 mod managed_fields_text;
 mod predecode;
@@ -73,6 +73,8 @@ pub struct Server {
     predecode: std::sync::OnceLock<predecode::Predecode>,
     /// Creates said to come (see `create_ahead`).
     announced: create_ahead::Announced,
+    /// RBAC's view of the roles and bindings (see `auth::rbac`).
+    pub(crate) rbac: crate::auth::rbac::Authorizer,
 }
 
 impl Server {
@@ -90,6 +92,7 @@ impl Server {
             event_ttl: event_ttl::EventTtl::default(),
             predecode: std::sync::OnceLock::new(),
             announced: create_ahead::Announced::default(),
+            rbac: Default::default(),
         });
         s.load_custom_resources();
         s

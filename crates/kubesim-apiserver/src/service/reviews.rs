@@ -4,9 +4,12 @@
 //! computed from the request and returned with 201, and nothing is
 //! stored, as upstream.
 //!
-//! kubesim has one identity (whoever holds the cluster's token, or anyone
-//! when it has none) and no authorizer, so every review reports that
-//! identity with full rights.
+//! Access reviews are answered by the server's authorizer (RBAC, or
+//! everything allowed when RBAC is off), so `kubectl auth can-i` tells
+//! the truth. The self reviews ask about the requesting user; calls from
+//! components in this process ask as the admin.
+
+use std::collections::BTreeMap;
 
 use kubesim_core::{ApiError, Cause, ResourceInfo};
 use kubesim_runtime::WriteOptions;
@@ -14,32 +17,46 @@ use serde_json::{json, Value};
 
 use super::write::WriteResult;
 use super::Server;
-
-/// The user every request is taken to be.
-pub const USERNAME: &str = "kubesim-admin";
-/// Its groups: `system:masters` is what grants everything on a real cluster.
-pub const GROUPS: &[&str] = &["system:masters", "system:authenticated"];
-
-const ALLOWED_REASON: &str = "kubesim allows every authenticated request";
+use crate::auth::{self, Attributes, UserInfo};
 
 impl Server {
     /// Answers a review. dryRun changes nothing: a review is never stored.
     pub(crate) fn create_review(
         &self,
         resource: &ResourceInfo,
+        ns: &str,
         mut obj: Value,
         opts: &WriteOptions,
     ) -> Result<WriteResult, ApiError> {
         let warnings = self.check_body(resource, &mut obj, opts)?;
-        let status = match resource.kind.as_str() {
-            "SelfSubjectAccessReview" => access_review(&obj, &resource.kind)?,
-            "SubjectAccessReview" | "LocalSubjectAccessReview" => {
-                subject_access_review(&obj, &resource.kind)?
+        let requester = || {
+            auth::current()
+                .map(|a| a.user.as_ref().clone())
+                .unwrap_or_else(UserInfo::admin)
+        };
+        let kind = resource.kind.as_str();
+        let status = match kind {
+            "SelfSubjectAccessReview" => {
+                let a = review_attributes(&obj, kind)?;
+                self.access_decision(&requester(), &a)
             }
-            "SelfSubjectRulesReview" => rules_review(&obj)?,
-            "SelfSubjectReview" => json!({
-                "userInfo": {"username": USERNAME, "groups": GROUPS},
-            }),
+            "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+                let user = reviewed_user(&obj, kind)?;
+                let a = review_attributes(&obj, kind)?;
+                if kind == "LocalSubjectAccessReview" && a.resource_request && a.namespace != ns {
+                    return Err(invalid(
+                        kind,
+                        Cause::invalid(
+                            "spec.resourceAttributes.namespace",
+                            &format!("{:?}", a.namespace),
+                            &format!("must match metadata.namespace: {ns:?}"),
+                        ),
+                    ));
+                }
+                self.access_decision(&user, &a)
+            }
+            "SelfSubjectRulesReview" => self.rules_review(&requester(), &obj)?,
+            "SelfSubjectReview" => json!({"userInfo": requester().to_value()}),
             other => return Err(ApiError::internal(format!("{other} is not a review kind"))),
         };
         if let Some(m) = obj.as_object_mut() {
@@ -56,65 +73,147 @@ impl Server {
             warnings,
         })
     }
+
+    /// An access review's status: allowed or not, with the reason.
+    fn access_decision(&self, user: &UserInfo, a: &Attributes) -> Value {
+        let (allowed, reason) = if self.rbac_enabled() {
+            let d = self.authorize(user, a);
+            (d.allowed, d.reason)
+        } else {
+            (true, String::new())
+        };
+        let mut status = json!({"allowed": allowed});
+        if !reason.is_empty() {
+            status["reason"] = reason.into();
+        }
+        status
+    }
+
+    /// What the user may do in the namespace asked about.
+    fn rules_review(&self, user: &UserInfo, obj: &Value) -> Result<Value, ApiError> {
+        let ns = obj["spec"]["namespace"].as_str().unwrap_or("");
+        if ns.is_empty() {
+            return Err(ApiError::bad_request("no namespace on request"));
+        }
+        if !self.rbac_enabled() || user.is_privileged() {
+            return Ok(json!({
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                "incomplete": false,
+            }));
+        }
+        let rules = self.rules_of(user, ns);
+        let (urls, resources): (Vec<_>, Vec<_>) =
+            rules.iter().partition(|r| !r.non_resource_urls.is_empty());
+        Ok(json!({
+            "resourceRules": resources.iter().map(|r| r.to_value()).collect::<Vec<_>>(),
+            "nonResourceRules": urls.iter().map(|r| r.to_value()).collect::<Vec<_>>(),
+            "incomplete": false,
+        }))
+    }
 }
 
-/// Exactly one of resourceAttributes and nonResourceAttributes, as
-/// upstream's validation demands; the answer is always yes.
-fn access_review(obj: &Value, kind: &str) -> Result<Value, ApiError> {
+fn invalid(kind: &str, cause: Cause) -> ApiError {
+    ApiError::invalid(kind, "authorization.k8s.io", "", vec![cause])
+}
+
+/// The request a review asks about: exactly one of resourceAttributes and
+/// nonResourceAttributes, as upstream's validation demands.
+fn review_attributes(obj: &Value, kind: &str) -> Result<Attributes, ApiError> {
     let spec = &obj["spec"];
     let has = |k: &str| spec.get(k).is_some_and(|v| !v.is_null());
-    let cause = match (has("resourceAttributes"), has("nonResourceAttributes")) {
-        (true, false) | (false, true) => None,
-        (false, false) => Some(Cause::invalid(
-            "spec.resourceAttributes",
-            "null",
-            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    match (has("resourceAttributes"), has("nonResourceAttributes")) {
+        (true, false) => {
+            let r = &spec["resourceAttributes"];
+            Ok(Attributes {
+                verb: s(r, "verb"),
+                resource_request: true,
+                group: s(r, "group"),
+                version: s(r, "version"),
+                resource: s(r, "resource"),
+                subresource: s(r, "subresource"),
+                namespace: s(r, "namespace"),
+                name: s(r, "name"),
+                path: String::new(),
+            })
+        }
+        (false, true) => {
+            let r = &spec["nonResourceAttributes"];
+            Ok(Attributes {
+                verb: s(r, "verb"),
+                path: s(r, "path"),
+                ..Default::default()
+            })
+        }
+        (false, false) => Err(invalid(
+            kind,
+            Cause::invalid(
+                "spec.resourceAttributes",
+                "null",
+                "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+            ),
         )),
-        (true, true) => Some(Cause::invalid(
-            "spec.nonResourceAttributes",
-            &spec["nonResourceAttributes"].to_string(),
-            "cannot be specified in combination with resourceAttributes",
+        (true, true) => Err(invalid(
+            kind,
+            Cause::invalid(
+                "spec.nonResourceAttributes",
+                &spec["nonResourceAttributes"].to_string(),
+                "cannot be specified in combination with resourceAttributes",
+            ),
         )),
-    };
-    if let Some(c) = cause {
-        return Err(ApiError::invalid(kind, "authorization.k8s.io", "", vec![c]));
     }
-    Ok(json!({"allowed": true, "reason": ALLOWED_REASON}))
 }
 
-/// A question about another user: as [`access_review`], naming the user
-/// or at least one group, as upstream's validation demands. Every user
-/// may do everything here, so the answer is yes.
-fn subject_access_review(obj: &Value, kind: &str) -> Result<Value, ApiError> {
+/// The user a review about another user names: a user or at least one
+/// group, as upstream's validation demands.
+fn reviewed_user(obj: &Value, kind: &str) -> Result<UserInfo, ApiError> {
     let spec = &obj["spec"];
-    let user = spec["user"].as_str().unwrap_or("");
-    let groups = spec["groups"].as_array().is_some_and(|g| !g.is_empty());
-    if user.is_empty() && !groups {
-        return Err(ApiError::invalid(
+    let user = spec["user"].as_str().unwrap_or("").to_string();
+    let groups: Vec<String> = spec["groups"]
+        .as_array()
+        .map(|g| {
+            g.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if user.is_empty() && groups.is_empty() {
+        return Err(invalid(
             kind,
-            "authorization.k8s.io",
-            "",
-            vec![Cause::invalid(
+            Cause::invalid(
                 "spec.user",
                 "\"\"",
                 "at least one of user or group must be specified",
-            )],
+            ),
         ));
     }
-    access_review(obj, kind)
-}
-
-/// Every verb on everything, in the namespace asked about.
-fn rules_review(obj: &Value) -> Result<Value, ApiError> {
-    let ns = obj["spec"]["namespace"].as_str().unwrap_or("");
-    if ns.is_empty() {
-        return Err(ApiError::bad_request("no namespace on request"));
-    }
-    Ok(json!({
-        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-        "incomplete": false,
-    }))
+    let extra: BTreeMap<String, Vec<String>> = spec["extra"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    let vals = v
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_string)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (k.clone(), vals)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(UserInfo {
+        name: user,
+        uid: spec["uid"].as_str().unwrap_or("").to_string(),
+        groups,
+        extra,
+    })
 }
 
 #[cfg(test)]
@@ -182,7 +281,7 @@ mod tests {
         let me = create(&s, "selfsubjectreviews", json!({}))
             .await
             .expect("whoami");
-        assert_eq!(me.obj["status"]["userInfo"]["username"], USERNAME);
+        assert_eq!(me.obj["status"]["userInfo"]["username"], crate::auth::ADMIN);
     }
 
     #[tokio::test]

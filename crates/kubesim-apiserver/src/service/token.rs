@@ -2,7 +2,7 @@
 //! (authentication.k8s.io/v1) answered with a signed token for the service
 //! account, as `kubectl create token` asks for. Nothing is stored; the
 //! token itself is the record, and the API server accepts it back as a
-//! bearer token while it is valid and its service account still exists.
+//! bearer token while it is valid (see `auth::authn`).
 
 use kubesim_core::{meta, ApiError, Cause};
 use serde_json::{json, Value};
@@ -170,31 +170,63 @@ impl Server {
         }
         Ok((claim, name.to_string(), uid))
     }
+}
 
-    /// Whether `token` is one this server issued, still valid on the clock,
-    /// for a service account that still exists (recreated accounts get a
-    /// new uid, which the token does not carry).
-    pub fn token_is_valid(&self, token: &str) -> bool {
-        let Some(claims) = self.tokens.read().verify(token) else {
-            return false;
-        };
-        let now = self.clock.now().as_second();
-        let at = |k: &str| claims.get(k).and_then(Value::as_i64);
-        if at("exp").is_none_or(|exp| now >= exp) || at("nbf").is_some_and(|nbf| now < nbf) {
-            return false;
+/// The Secret type whose token kube-controller-manager's token controller
+/// fills in for a service account (legacy, long-lived tokens).
+const LEGACY_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
+
+impl Server {
+    /// Fills a new legacy token Secret with its service account's token
+    /// and namespace, as upstream's token controller does right after the
+    /// create. The token does not expire; it stays valid while the Secret
+    /// holds it and the account is the same object. A Secret for an
+    /// account that does not exist is left empty.
+    pub(crate) fn admit_legacy_token(&self, obj: &mut Value) {
+        if obj.get("type").and_then(Value::as_str) != Some(LEGACY_TOKEN_TYPE) {
+            return;
         }
-        let k8s = &claims["kubernetes.io"];
-        let (Some(ns), Some(name), Some(uid)) = (
-            k8s["namespace"].as_str(),
-            k8s["serviceaccount"]["name"].as_str(),
-            k8s["serviceaccount"]["uid"].as_str(),
-        ) else {
-            return false;
+        let has_token = obj
+            .pointer("/data/token")
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty());
+        let (ns, secret) = (
+            meta::namespace(obj).to_string(),
+            meta::name(obj).to_string(),
+        );
+        let Some(account) = obj
+            .pointer("/metadata/annotations/kubernetes.io~1service-account.name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            return;
         };
         let Ok(sar) = self.resource("", "v1", "serviceaccounts") else {
-            return false;
+            return;
         };
-        self.get(&sar, ns, name)
-            .is_ok_and(|sa| meta::uid(&sa) == uid)
+        let Ok(sa) = self.get(&sar, &ns, &account) else {
+            return;
+        };
+        let uid = meta::uid(&sa).to_string();
+        obj["metadata"]["annotations"]["kubernetes.io/service-account.uid"] = json!(uid);
+        if has_token {
+            return;
+        }
+        let claims = json!({
+            "iss": super::jwt::LEGACY_ISSUER,
+            "kubernetes.io/serviceaccount/namespace": ns,
+            "kubernetes.io/serviceaccount/secret.name": secret,
+            "kubernetes.io/serviceaccount/service-account.name": account,
+            "kubernetes.io/serviceaccount/service-account.uid": uid,
+            "sub": format!("system:serviceaccount:{ns}:{account}"),
+        });
+        let token = self.tokens.read().sign(&claims);
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        if !obj.get("data").is_some_and(Value::is_object) {
+            obj["data"] = json!({});
+        }
+        obj["data"]["token"] = json!(b64(&token));
+        obj["data"]["namespace"] = json!(b64(&ns));
     }
 }

@@ -290,7 +290,7 @@ impl Server {
             )));
         }
         if resource.is_review() {
-            return self.create_review(resource, obj, opts);
+            return self.create_review(resource, ns, obj, opts);
         }
         if let Some(stored) = self.stored_as(resource) {
             return self

@@ -46,7 +46,7 @@ pub async fn run(
         server,
         metrics: Metrics::default(),
         address,
-        token: None,
+        auth: Default::default(),
         extra: None,
     });
     let routes = router(app).layer(axum::middleware::from_fn_with_state(policy, in_lockstep));

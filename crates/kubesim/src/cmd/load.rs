@@ -175,6 +175,8 @@ async fn in_process(
         terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
         scheduler: super::simulate_serve::SchedulerChoice::Builtin,
         controllers: "*".into(),
+        authorization_mode: super::up::AuthorizationMode::Rbac,
+        anonymous_auth: true,
     };
     let started = super::up::start(&up).await?;
     std::fs::create_dir_all(&dir)?;

@@ -6,6 +6,7 @@ mod bench_hold;
 pub mod bench_load;
 pub mod bench_scheduler;
 pub mod bench_simulate;
+pub mod client_cert;
 pub mod load;
 pub mod machine;
 pub mod pki;

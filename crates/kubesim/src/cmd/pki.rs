@@ -18,6 +18,47 @@ pub struct Pki {
     pub cert_pem: String,
     pub key_pem: String,
     pub token: String,
+    /// Where the CA's key is, to sign client certificates.
+    dir: PathBuf,
+}
+
+/// A client certificate and its key, in PEM.
+pub struct ClientCert {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl Pki {
+    /// A client certificate signed by the cluster's CA for the user
+    /// `common_name` in the groups `organizations`, as kube-apiserver's
+    /// x509 authenticator reads them (CN the user, each O a group).
+    pub fn client_cert(
+        &self,
+        common_name: &str,
+        organizations: &[&str],
+    ) -> anyhow::Result<ClientCert> {
+        let ca_key = KeyPair::from_pem(&read(&self.dir.join("ca.key"))?)
+            .context("cannot parse pki/ca.key")?;
+        let issuer = Issuer::new(ca_params()?, ca_key);
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        for o in organizations {
+            params.distinguished_name.push(DnType::OrganizationName, *o);
+        }
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &issuer)?;
+        Ok(ClientCert {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
 }
 
 const FILES: [&str; 5] = ["ca.crt", "ca.key", "server.crt", "server.key", "token"];
@@ -33,6 +74,7 @@ pub fn load_or_create(dir: &Path, listen_ip: IpAddr) -> anyhow::Result<Pki> {
             cert_pem: read(&path("server.crt"))?,
             key_pem: read(&path("server.key"))?,
             token: read(&path("token"))?.trim().to_string(),
+            dir: dir.to_path_buf(),
         });
     }
 
@@ -90,6 +132,7 @@ pub fn load_or_create(dir: &Path, listen_ip: IpAddr) -> anyhow::Result<Pki> {
         cert_pem: cert.pem(),
         key_pem: key.serialize_pem(),
         token,
+        dir: dir.to_path_buf(),
     })
 }
 
@@ -119,7 +162,7 @@ fn read(p: &PathBuf) -> anyhow::Result<String> {
 }
 
 /// Writes a file; secrets are readable by the owner only.
-fn write(p: &Path, contents: &str, secret: bool) -> anyhow::Result<()> {
+pub fn write(p: &Path, contents: &str, secret: bool) -> anyhow::Result<()> {
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create(true).truncate(true);
     #[cfg(unix)]

@@ -63,6 +63,23 @@ pub struct UpArgs {
     /// kube-controller-manager.
     #[arg(long, value_name = "LIST", default_value = "*")]
     pub controllers: String,
+    /// How requests are authorized: RBAC, as a real cluster (the default),
+    /// or AlwaysAllow, which lets every authenticated user do everything.
+    #[arg(long, value_enum, default_value = "RBAC")]
+    pub authorization_mode: AuthorizationMode,
+    /// Whether requests over TLS without credentials are served as
+    /// `system:anonymous` (true, upstream's default) or refused with 401.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub anonymous_auth: bool,
+}
+
+/// kube-apiserver's `--authorization-mode`, of the modes kubesim has.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthorizationMode {
+    #[value(name = "RBAC")]
+    Rbac,
+    #[value(name = "AlwaysAllow")]
+    AlwaysAllow,
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
@@ -155,6 +172,71 @@ fn kubeconfig_with(server_url: &str, cluster_extra: &str, user: &str) -> String 
     )
 }
 
+/// The file beside the store that keeps the key signing service account
+/// tokens, readable by its owner only: tokens outlive a restart, and the
+/// key is never an object anyone could read through the API.
+const SIGNING_KEY: &str = "service-account.key";
+
+/// Signs with the key of an earlier start, or keeps this start's.
+fn keep_signing_key(server: &Server, data_dir: &Path) -> anyhow::Result<()> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let path = data_dir.join(SIGNING_KEY);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let key = b64
+                .decode(text.trim())
+                .ok()
+                .filter(|k| !k.is_empty())
+                .with_context(|| format!("{} does not hold a key", path.display()))?;
+            server.set_token_signing_secret(&key);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            super::pki::write(&path, &b64.encode(server.token_signing_secret()), true)
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Kubeconfigs with client certificates for the control plane's
+/// components, each its own identity as on a real cluster, so a real
+/// kube-scheduler or kube-controller-manager runs with least privilege.
+fn write_component_kubeconfigs(pki: &super::pki::Pki, url: &str, dir: &Path) -> anyhow::Result<()> {
+    use base64::Engine;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    for (file, user, groups) in [
+        (
+            "kube-scheduler.kubeconfig",
+            "system:kube-scheduler",
+            &[][..],
+        ),
+        (
+            "kube-controller-manager.kubeconfig",
+            "system:kube-controller-manager",
+            &[][..],
+        ),
+        (
+            "admin.kubeconfig",
+            "kubernetes-admin",
+            &["system:masters"][..],
+        ),
+    ] {
+        let cert = pki.client_cert(user, groups)?;
+        let text = kubeconfig_with(
+            url,
+            &format!("\n    certificate-authority-data: {}", b64(&pki.ca_pem)),
+            &format!(
+                "\n    client-certificate-data: {}\n    client-key-data: {}",
+                b64(&cert.cert_pem),
+                b64(&cert.key_pem)
+            ),
+        );
+        super::pki::write(&dir.join(file), &text, true)?;
+    }
+    Ok(())
+}
+
 /// Plain HTTP has no authentication: it is served on loopback only, where
 /// it acts as the admin of the cluster.
 pub fn check_plain_listen(listen: SocketAddr, flag: &str) -> anyhow::Result<()> {
@@ -238,6 +320,10 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
         .await
         .map_err(|e| anyhow::anyhow!("bootstrap failed: {}", e.message))?;
     std::fs::create_dir_all(&args.data_dir)?;
+    server.enable_rbac(args.authorization_mode == AuthorizationMode::Rbac);
+    if !args.ephemeral {
+        keep_signing_key(&server, &args.data_dir)?;
+    }
     let pki = if args.tls {
         Some(super::pki::load_or_create(
             &args.data_dir.join("pki"),
@@ -309,6 +395,7 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
         Some(p) => {
             let url = format!("https://{addr}");
             let kc = tls_kubeconfig(&url, &p.ca_pem, &p.token);
+            write_component_kubeconfigs(p, &url, &args.data_dir.join("pki"))?;
             (url, kc)
         }
         None => {
@@ -321,7 +408,13 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
         server,
         metrics: Metrics::default(),
         address: addr.to_string(),
-        token: pki.as_ref().map(|p| p.token.clone()),
+        auth: match &pki {
+            Some(p) => kubesim_apiserver::auth::authn::Config {
+                anonymous: args.anonymous_auth,
+                ..kubesim_apiserver::auth::authn::Config::tls(p.token.clone())
+            },
+            None => Default::default(),
+        },
         extra: Some(kubelet_metrics),
     });
     Ok(Started {
@@ -386,13 +479,27 @@ async fn serve_tls(
         .context("cannot parse pki/server.crt")?;
     let key = PrivateKeyDer::from_pem_slice(pki.key_pem.as_bytes())
         .context("cannot parse pki/server.key")?;
-    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()?
-    .with_no_client_auth()
-    .with_single_cert(certs, key)
-    .context("bad server certificate or key")?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    // Client certificates are checked against the cluster's CA when a
+    // client offers one; clients with a token or no credentials offer none.
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_slice_iter(pki.ca_pem.as_bytes()) {
+        roots
+            .add(ca.context("cannot parse pki/ca.crt")?)
+            .context("bad CA certificate")?;
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .allow_unauthenticated()
+    .build()
+    .context("cannot build the client certificate verifier")?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs, key)
+        .context("bad server certificate or key")?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
 
@@ -419,6 +526,12 @@ async fn serve_tls(
                     tracing::debug!(%peer, error = %e, "TLS handshake failed");
                     return;
                 }
+            };
+            // The verified certificate's subject is who every request on
+            // this connection comes from.
+            let app = match super::client_cert::peer_identity(tls.get_ref().1) {
+                Some(id) => app.layer(axum::Extension(id)),
+                None => app,
             };
             let service = hyper_util::service::TowerToHyperService::new(app);
             let builder =

@@ -1,0 +1,133 @@
+//! What a request asks to do, in the terms RBAC rules speak: a verb on a
+//! resource (group, resource, subresource, namespace, name) or on a path.
+
+use kubesim_core::ApiError;
+
+/// The attributes of one request, as upstream's `authorizer.Attributes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attributes {
+    pub verb: String,
+    /// False for requests to a path outside the resource API
+    /// (`/healthz`, `/version`, `/api`, ...).
+    pub resource_request: bool,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
+    /// The request's path, for non-resource requests.
+    pub path: String,
+}
+
+impl Attributes {
+    /// A request to `path` outside the resource API.
+    pub fn non_resource(method: &str, path: &str) -> Self {
+        Attributes {
+            verb: method.to_ascii_lowercase(),
+            path: path.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// `resource` or `resource/subresource`, as rules name it.
+    pub fn combined_resource(&self) -> String {
+        if self.subresource.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}/{}", self.resource, self.subresource)
+        }
+    }
+
+    /// Upstream's 403 for a request RBAC refused, word for word.
+    pub fn forbidden(&self, username: &str) -> ApiError {
+        if !self.resource_request {
+            return ApiError::forbidden(
+                "",
+                "",
+                "",
+                &format!(
+                    "User {username:?} cannot {} path {:?}",
+                    self.verb, self.path
+                ),
+            );
+        }
+        let scope = if self.namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace {:?}", self.namespace)
+        };
+        let why = format!(
+            "User {username:?} cannot {} resource {:?} in API group {:?} {scope}",
+            self.verb,
+            self.combined_resource(),
+            self.group
+        );
+        ApiError::forbidden(&self.resource, &self.group, &self.name, &why)
+    }
+}
+
+/// The Kubernetes verb of a resource request: reads of one object are
+/// `get`, of a collection `list` (or `watch`), writes by method.
+pub fn resource_verb(method: &str, named: bool, watch: bool) -> &'static str {
+    match (method, named) {
+        ("GET" | "HEAD", _) if watch => "watch",
+        ("GET" | "HEAD", true) => "get",
+        ("GET" | "HEAD", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forbidden_messages_are_upstreams() {
+        let a = Attributes {
+            verb: "list".into(),
+            resource_request: true,
+            resource: "secrets".into(),
+            namespace: "default".into(),
+            ..Default::default()
+        };
+        let e = a.forbidden("system:serviceaccount:default:bot");
+        assert_eq!(e.code, 403);
+        assert_eq!(
+            e.message,
+            "secrets is forbidden: User \"system:serviceaccount:default:bot\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\""
+        );
+        let a = Attributes {
+            verb: "delete".into(),
+            resource_request: true,
+            group: "apps".into(),
+            resource: "deployments".into(),
+            subresource: "scale".into(),
+            name: "web".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            a.forbidden("bob").message,
+            "deployments.apps \"web\" is forbidden: User \"bob\" cannot delete resource \"deployments/scale\" in API group \"apps\" at the cluster scope"
+        );
+        let a = Attributes::non_resource("GET", "/metrics");
+        assert_eq!(
+            a.forbidden("system:anonymous").message,
+            "forbidden: User \"system:anonymous\" cannot get path \"/metrics\""
+        );
+    }
+
+    #[test]
+    fn verbs_by_method() {
+        assert_eq!(resource_verb("GET", true, false), "get");
+        assert_eq!(resource_verb("GET", false, false), "list");
+        assert_eq!(resource_verb("GET", false, true), "watch");
+        assert_eq!(resource_verb("DELETE", false, false), "deletecollection");
+        assert_eq!(resource_verb("PATCH", true, false), "patch");
+    }
+}

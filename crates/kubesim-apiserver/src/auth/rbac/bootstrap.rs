@@ -1,0 +1,173 @@
+//! The default roles and bindings (`policy.yaml`), created when missing
+//! at every start, as kube-apiserver's bootstrap reconciles them.
+//! Aggregated roles are created with their rules already gathered.
+
+use kubesim_runtime::WriteOptions;
+use serde_json::{json, Map, Value};
+
+use super::GROUP;
+use crate::service::Caller;
+use crate::Server;
+
+const POLICY: &str = include_str!("policy.yaml");
+
+/// The policy's objects, in creation order: roles before the bindings
+/// that name them.
+pub fn objects() -> Vec<(&'static str, Value)> {
+    let policy: Value = serde_saphyr::from_str(POLICY).expect("policy.yaml parses");
+    let list = |k: &str| policy[k].as_array().cloned().unwrap_or_default();
+    let meta = |entry: &Value| {
+        let mut labels = entry["labels"].as_object().cloned().unwrap_or_default();
+        labels.insert("kubernetes.io/bootstrapping".into(), "rbac-defaults".into());
+        let mut m = json!({
+            "name": entry["name"],
+            "labels": labels,
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+        });
+        if let Some(ns) = entry["namespace"].as_str() {
+            m["namespace"] = ns.into();
+        }
+        m
+    };
+    let role = |kind: &str, entry: &Value| {
+        let mut o = Map::new();
+        o.insert("apiVersion".into(), format!("{GROUP}/v1").into());
+        o.insert("kind".into(), kind.into());
+        o.insert("metadata".into(), meta(entry));
+        if let Some(rule) = entry.get("aggregationRule") {
+            o.insert("aggregationRule".into(), rule.clone());
+        }
+        o.insert(
+            "rules".into(),
+            entry.get("rules").cloned().unwrap_or_else(|| json!([])),
+        );
+        Value::Object(o)
+    };
+    let binding = |kind: &str, role_kind: &str, entry: &Value| {
+        let subjects: Vec<Value> = entry["subjects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let mut s = s.clone();
+                if s["kind"] != "ServiceAccount" {
+                    s["apiGroup"] = GROUP.into();
+                }
+                s
+            })
+            .collect();
+        json!({
+            "apiVersion": format!("{GROUP}/v1"),
+            "kind": kind,
+            "metadata": meta(entry),
+            "roleRef": {"apiGroup": GROUP, "kind": role_kind, "name": entry["role"]},
+            "subjects": subjects,
+        })
+    };
+    let mut cluster_roles: Vec<Value> = list("clusterRoles")
+        .iter()
+        .map(|e| role("ClusterRole", e))
+        .collect();
+    // Aggregation is transitive (view into edit into admin): gather
+    // until nothing changes.
+    loop {
+        let mut changed = false;
+        for i in 0..cluster_roles.len() {
+            if let Some(rules) =
+                kubesim_core::rbac::aggregated_rules(&cluster_roles[i], &cluster_roles)
+            {
+                if cluster_roles[i]["rules"] != json!(rules) {
+                    cluster_roles[i]["rules"] = json!(rules);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut out: Vec<(&'static str, Value)> = Vec::new();
+    out.extend(cluster_roles.into_iter().map(|r| ("clusterroles", r)));
+    out.extend(list("roles").iter().map(|e| ("roles", role("Role", e))));
+    out.extend(list("clusterRoleBindings").iter().map(|e| {
+        (
+            "clusterrolebindings",
+            binding("ClusterRoleBinding", "ClusterRole", e),
+        )
+    }));
+    out.extend(
+        list("roleBindings")
+            .iter()
+            .map(|e| ("rolebindings", binding("RoleBinding", "Role", e))),
+    );
+    out
+}
+
+impl Server {
+    /// Creates every default role and binding that is missing; existing
+    /// ones, perhaps changed by the cluster's admin, are left alone.
+    pub(crate) async fn bootstrap_rbac(
+        &self,
+        caller: &Caller,
+    ) -> Result<(), kubesim_core::ApiError> {
+        let opts = WriteOptions::default();
+        for (plural, obj) in objects() {
+            let r = self.resource(GROUP, "v1", plural)?;
+            let ns = kubesim_core::meta::namespace(&obj).to_string();
+            let key =
+                super::super::super::service::object_key(&r, &ns, kubesim_core::meta::name(&obj));
+            if self.store.get(&r.storage_key(), &key).is_some() {
+                continue;
+            }
+            match self.create(&r, &ns, obj, &opts, caller).await {
+                Ok(_) => {}
+                Err(e) if e.code == 409 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_parses_and_aggregates() {
+        let objs = objects();
+        let find = |name: &str| {
+            objs.iter()
+                .find(|(_, o)| o["metadata"]["name"] == name)
+                .map(|(_, o)| o.clone())
+                .unwrap_or_else(|| panic!("{name} missing"))
+        };
+        let admin = find("admin");
+        let rules = admin["rules"].as_array().expect("rules");
+        // admin holds view's, edit's and its own rules.
+        let holds = |resource: &str, verb: &str| {
+            rules.iter().any(|r| {
+                r["resources"]
+                    .as_array()
+                    .is_some_and(|l| l.iter().any(|x| x == resource))
+                    && r["verbs"]
+                        .as_array()
+                        .is_some_and(|l| l.iter().any(|x| x == verb))
+            })
+        };
+        assert!(
+            holds("pods", "list") && holds("pods", "delete") && holds("rolebindings", "create")
+        );
+        let view = find("view");
+        assert!(!view["rules"].as_array().expect("rules").is_empty());
+        assert!(!view["rules"].to_string().contains("\"delete\""));
+        let crb = find("system:kube-scheduler");
+        assert_eq!(crb["kind"], "ClusterRole");
+        let b = objs
+            .iter()
+            .find(|(p, o)| *p == "clusterrolebindings" && o["metadata"]["name"] == "cluster-admin")
+            .expect("binding");
+        assert_eq!(b.1["subjects"][0]["name"], "system:masters");
+        assert_eq!(b.1["subjects"][0]["apiGroup"], GROUP);
+    }
+}
