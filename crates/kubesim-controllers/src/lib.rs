@@ -8,6 +8,7 @@
 //! time-based work is re-queued on the `Clock`, so the same loops run
 //! under `kubesim up` and in simulated time.
 
+pub mod clusterrole_aggregation;
 pub mod conditions;
 pub mod cronjob;
 pub mod daemonset;
@@ -188,6 +189,10 @@ pub async fn run_with(
         gated(
             on("persistentvolume-binder-controller"),
             default_storage_class::run(ctx.clone())
+        ),
+        gated(
+            on("clusterrole-aggregation-controller"),
+            clusterrole_aggregation::run(ctx.clone())
         ),
         gated(on("job-controller"), jobs.run()),
         gated(on("cronjob-controller"), cronjobs.run()),

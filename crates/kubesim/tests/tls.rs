@@ -291,3 +291,55 @@ fn plain_http_beyond_loopback_is_refused() {
         "{err}"
     );
 }
+
+/// The component kubeconfigs carry client certificates signed by the
+/// cluster's CA: each authenticates as its own user and RBAC holds it to
+/// the default policy's role for it.
+#[test]
+fn client_certificates_are_identities() {
+    let server = start("x509");
+    let pki = server.dir.join("pki");
+    let who = |kc: &Path| {
+        let out = kubectl(kc, &["auth", "whoami", "-o", "json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["status"]["userInfo"]
+            .clone()
+    };
+    let scheduler = pki.join("kube-scheduler.kubeconfig");
+    let text = std::fs::read_to_string(&scheduler).unwrap();
+    assert!(
+        text.contains("client-certificate-data:") && !text.contains("token:"),
+        "{text}"
+    );
+    assert_eq!(who(&scheduler)["username"], "system:kube-scheduler");
+    let pods = kubectl(&scheduler, &["get", "pods", "-A"]);
+    assert!(
+        pods.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pods.stderr)
+    );
+    let secrets = kubectl(&scheduler, &["get", "secrets", "-A"]);
+    assert!(!secrets.status.success());
+    assert!(
+        String::from_utf8_lossy(&secrets.stderr)
+            .contains("User \"system:kube-scheduler\" cannot list resource \"secrets\""),
+        "{}",
+        String::from_utf8_lossy(&secrets.stderr)
+    );
+    let kcm = pki.join("kube-controller-manager.kubeconfig");
+    assert_eq!(who(&kcm)["username"], "system:kube-controller-manager");
+    let admin = who(&pki.join("admin.kubeconfig"));
+    assert_eq!(admin["username"], "kubernetes-admin");
+    assert!(
+        admin["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g == "system:masters"),
+        "{admin}"
+    );
+}

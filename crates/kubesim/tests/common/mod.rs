@@ -115,7 +115,7 @@ impl Kubesim {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 return Err(format!("kubesim exited with {status}:\n{}", self.log()));
             }
-            if let Ok((200, _)) = self.try_request("GET", "/readyz", None) {
+            if self.ready() {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -123,6 +123,23 @@ impl Kubesim {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Whether the server answers its readiness probe: over plain HTTP
+    /// here, or through kubectl and the kubeconfig it wrote with `--tls`.
+    fn ready(&self) -> bool {
+        if !self.args.iter().any(|a| a == "--tls") {
+            return matches!(self.try_request("GET", "/readyz", None), Ok((200, _)));
+        }
+        self.kubeconfig().exists()
+            && Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(self.kubeconfig())
+                .args(["--request-timeout", "5s", "get", "--raw", "/readyz"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
     }
 
     /// The data directory (holds the store and the kubeconfig).

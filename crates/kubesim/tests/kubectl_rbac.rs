@@ -1,0 +1,471 @@
+//! End-to-end: who may do what, through the real `kubectl` with real
+//! ServiceAccount tokens against `kubesim up --tls` (kubectl sends no
+//! tokens over plain HTTP, which acts as the admin). The admin's
+//! kubeconfig carries the cluster's token; the others are authenticated
+//! and authorized as on a real cluster.
+
+mod common;
+
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use common::kubectl::Cluster;
+
+/// `kubectl` with a bearer token instead of the admin.
+fn as_token(c: &Cluster, token: &str, args: &[&str]) -> std::process::Output {
+    let mut a = vec!["--token", token];
+    a.extend_from_slice(args);
+    c.kubectl(&a)
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn forbidden(c: &Cluster, token: &str, args: &[&str]) -> String {
+    let o = as_token(c, token, args);
+    assert!(
+        !o.status.success(),
+        "kubectl {args:?} was allowed: {}",
+        stdout(&o)
+    );
+    let e = stderr(&o);
+    assert!(e.contains("forbidden"), "kubectl {args:?}: {e}");
+    e
+}
+
+fn allowed(c: &Cluster, token: &str, args: &[&str]) -> String {
+    let o = as_token(c, token, args);
+    assert!(
+        o.status.success(),
+        "kubectl {args:?} was refused: {}",
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+fn can_i(c: &Cluster, args: &[&str]) -> String {
+    // `can-i` exits 1 for "no".
+    stdout(&c.kubectl(&[&["auth", "can-i"], args].concat()))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn tokens_are_held_to_their_bindings() {
+    let c = Cluster::start_with("kubectl-rbac", &["--tls"]);
+    c.ok(&["create", "namespace", "team"]);
+    c.ok(&["create", "serviceaccount", "bot", "-n", "team"]);
+    let bot = "system:serviceaccount:team:bot";
+    let token = c.ok(&["create", "token", "bot", "-n", "team"]);
+    let t = token.trim();
+
+    // No binding: only the basics every authenticated user has.
+    assert_eq!(
+        allowed(
+            &c,
+            t,
+            &[
+                "auth",
+                "whoami",
+                "-o",
+                "jsonpath={.status.userInfo.username}"
+            ]
+        ),
+        bot
+    );
+    let e = forbidden(&c, t, &["get", "secrets", "-A"]);
+    assert!(
+        e.contains(&format!(
+            "secrets is forbidden: User \"{bot}\" cannot list resource \"secrets\" in API group \"\" at the cluster scope"
+        )),
+        "{e}"
+    );
+    forbidden(&c, t, &["get", "pods", "-n", "team"]);
+    forbidden(&c, t, &["delete", "node", "n1"]);
+    assert_eq!(can_i(&c, &["delete", "nodes", "--as", bot]), "no");
+    assert_eq!(can_i(&c, &["list", "secrets", "-A", "--as", bot]), "no");
+    assert_eq!(
+        can_i(&c, &["create", "selfsubjectaccessreviews", "--as", bot]),
+        "yes"
+    );
+    assert_eq!(can_i(&c, &["get", "/version", "--as", bot]), "yes");
+    assert_eq!(can_i(&c, &["get", "/metrics", "--as", bot]), "no");
+
+    // edit in one namespace: workloads there, nothing elsewhere.
+    c.ok(&[
+        "create",
+        "rolebinding",
+        "bot-edit",
+        "--clusterrole",
+        "edit",
+        "--serviceaccount",
+        "team:bot",
+        "-n",
+        "team",
+    ]);
+    allowed(
+        &c,
+        t,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image",
+            "nginx",
+            "-n",
+            "team",
+        ],
+    );
+    allowed(&c, t, &["get", "secrets", "-n", "team"]);
+    forbidden(
+        &c,
+        t,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image",
+            "nginx",
+            "-n",
+            "default",
+        ],
+    );
+    assert_eq!(
+        can_i(
+            &c,
+            &["create", "deployments.apps", "-n", "team", "--as", bot]
+        ),
+        "yes"
+    );
+    assert_eq!(
+        can_i(
+            &c,
+            &["create", "deployments.apps", "-n", "default", "--as", bot]
+        ),
+        "no"
+    );
+    let list = allowed(&c, t, &["auth", "can-i", "--list", "-n", "team"]);
+    assert!(
+        list.lines().any(|l| l.starts_with("deployments.apps ")),
+        "{list}"
+    );
+    assert!(!list.lines().any(|l| l.starts_with("*.*")), "{list}");
+
+    // edit may not write roles; admin may, but only with rules it holds.
+    forbidden(
+        &c,
+        t,
+        &[
+            "create",
+            "role",
+            "r",
+            "--verb",
+            "get",
+            "--resource",
+            "pods",
+            "-n",
+            "team",
+        ],
+    );
+    c.ok(&[
+        "create",
+        "rolebinding",
+        "bot-admin",
+        "--clusterrole",
+        "admin",
+        "--serviceaccount",
+        "team:bot",
+        "-n",
+        "team",
+    ]);
+    allowed(
+        &c,
+        t,
+        &[
+            "create",
+            "role",
+            "pod-reader",
+            "--verb",
+            "get",
+            "--resource",
+            "pods",
+            "-n",
+            "team",
+        ],
+    );
+    let e = forbidden(
+        &c,
+        t,
+        &[
+            "create",
+            "role",
+            "node-reader",
+            "--verb",
+            "get",
+            "--resource",
+            "nodes",
+            "-n",
+            "team",
+        ],
+    );
+    assert!(
+        e.contains("is attempting to grant RBAC permissions not currently held"),
+        "{e}"
+    );
+    assert!(e.contains("Resources:[\"nodes\"]"), "{e}");
+    let e = forbidden(
+        &c,
+        t,
+        &[
+            "create",
+            "rolebinding",
+            "root",
+            "--clusterrole",
+            "cluster-admin",
+            "--user",
+            "mallory",
+            "-n",
+            "team",
+        ],
+    );
+    assert!(e.contains("not currently held"), "{e}");
+    // ...unless it may `bind` that very role.
+    c.ok(&[
+        "create",
+        "clusterrole",
+        "bind-admin",
+        "--verb",
+        "bind",
+        "--resource",
+        "clusterroles",
+        "--resource-name",
+        "cluster-admin",
+    ]);
+    c.ok(&[
+        "create",
+        "clusterrolebinding",
+        "bot-bind",
+        "--clusterrole",
+        "bind-admin",
+        "--serviceaccount",
+        "team:bot",
+    ]);
+    allowed(
+        &c,
+        t,
+        &[
+            "create",
+            "rolebinding",
+            "root",
+            "--clusterrole",
+            "cluster-admin",
+            "--user",
+            "mallory",
+            "-n",
+            "team",
+        ],
+    );
+
+    // Impersonation needs the impersonate verb on what is impersonated.
+    // (whoami prints a message of its own; a list shows the server's.)
+    let e = forbidden(&c, t, &["get", "configmaps", "--as", "alice"]);
+    assert!(
+        e.contains(&format!("users \"alice\" is forbidden: User \"{bot}\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope")),
+        "{e}"
+    );
+    c.ok(&[
+        "create",
+        "clusterrole",
+        "be-alice",
+        "--verb",
+        "impersonate",
+        "--resource",
+        "users",
+        "--resource-name",
+        "alice",
+    ]);
+    c.ok(&[
+        "create",
+        "clusterrolebinding",
+        "bot-be-alice",
+        "--clusterrole",
+        "be-alice",
+        "--serviceaccount",
+        "team:bot",
+    ]);
+    let who = allowed(&c, t, &["auth", "whoami", "--as", "alice", "-o", "json"]);
+    let who: serde_json::Value = serde_json::from_str(&who).unwrap();
+    assert_eq!(who["status"]["userInfo"]["username"], "alice");
+    assert_eq!(
+        who["status"]["userInfo"]["groups"][0],
+        "system:authenticated"
+    );
+    forbidden(&c, t, &["get", "configmaps", "--as", "bob"]);
+    let e = forbidden(
+        &c,
+        t,
+        &[
+            "get",
+            "configmaps",
+            "--as",
+            "alice",
+            "--as-group",
+            "system:masters",
+        ],
+    );
+    assert!(e.contains("cannot impersonate resource \"groups\""), "{e}");
+}
+
+#[test]
+fn legacy_and_bound_tokens() {
+    let c = Cluster::start_with("kubectl-rbac-tokens", &["--tls"]);
+    c.ok(&["create", "serviceaccount", "old"]);
+    c.apply(
+        r#"{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": "old-token", "annotations": {"kubernetes.io/service-account.name": "old"}}}"#,
+    );
+    let data = c.json(&["get", "secret", "old-token"])["data"].clone();
+    let legacy = String::from_utf8(
+        STANDARD
+            .decode(data["token"].as_str().expect("token filled in"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(
+            STANDARD
+                .decode(data["namespace"].as_str().unwrap())
+                .unwrap()
+        )
+        .unwrap(),
+        "default"
+    );
+    assert_eq!(
+        allowed(
+            &c,
+            &legacy,
+            &[
+                "auth",
+                "whoami",
+                "-o",
+                "jsonpath={.status.userInfo.username}"
+            ]
+        ),
+        "system:serviceaccount:default:old"
+    );
+    // Valid while the Secret holds it.
+    c.ok(&["delete", "secret", "old-token"]);
+    let o = as_token(&c, &legacy, &["auth", "whoami"]);
+    assert!(!o.status.success(), "a deleted legacy token was accepted");
+    assert!(stderr(&o).contains("Unauthorized"), "{}", stderr(&o));
+
+    // A token bound to a pod dies with the pod.
+    c.apply(r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"serviceAccountName": "old", "containers": [{"name": "c", "image": "x"}]}}"#);
+    let bound = c.ok(&[
+        "create",
+        "token",
+        "old",
+        "--bound-object-kind",
+        "Pod",
+        "--bound-object-name",
+        "p",
+    ]);
+    let who = allowed(&c, bound.trim(), &["auth", "whoami", "-o", "json"]);
+    let who: serde_json::Value = serde_json::from_str(&who).unwrap();
+    assert_eq!(
+        who["status"]["userInfo"]["extra"]["authentication.kubernetes.io/pod-name"][0],
+        "p"
+    );
+    c.ok(&["delete", "pod", "p", "--grace-period", "0", "--force"]);
+    c.eventually("the pod is gone", 100, Duration::from_millis(100), || {
+        (!c.kubectl(&["get", "pod", "p"]).status.success()).then_some(())
+    });
+    let o = as_token(&c, bound.trim(), &["auth", "whoami"]);
+    assert!(
+        !o.status.success(),
+        "a token bound to a deleted pod was accepted"
+    );
+
+    // A token for another audience is not for the API server.
+    let other = c.ok(&["create", "token", "old", "--audience", "vault"]);
+    assert!(!as_token(&c, other.trim(), &["auth", "whoami"])
+        .status
+        .success());
+}
+
+#[test]
+fn aggregated_roles_follow_their_sources() {
+    let c = Cluster::start_with("kubectl-rbac-aggregation", &["--tls"]);
+    c.apply(
+        r#"{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "classes-view", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+            "rules": [{"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list"]}]}"#,
+    );
+    // view picks it up, and edit and admin through view.
+    for role in ["view", "edit", "admin"] {
+        c.until(&["get", "clusterrole", role, "-o", "json"], |out| {
+            out.contains("\"priorityclasses\"")
+        });
+    }
+    assert_eq!(
+        can_i(
+            &c,
+            &[
+                "list",
+                "priorityclasses.scheduling.k8s.io",
+                "--as",
+                "u",
+                "--as-group",
+                "viewers"
+            ]
+        ),
+        "no"
+    );
+    c.ok(&[
+        "create",
+        "clusterrolebinding",
+        "viewers",
+        "--clusterrole",
+        "view",
+        "--group",
+        "viewers",
+    ]);
+    assert_eq!(
+        can_i(
+            &c,
+            &[
+                "list",
+                "priorityclasses.scheduling.k8s.io",
+                "--as",
+                "u",
+                "--as-group",
+                "viewers"
+            ]
+        ),
+        "yes"
+    );
+    assert_eq!(
+        can_i(
+            &c,
+            &[
+                "delete",
+                "priorityclasses.scheduling.k8s.io",
+                "--as",
+                "u",
+                "--as-group",
+                "viewers"
+            ]
+        ),
+        "no"
+    );
+    c.ok(&["delete", "clusterrole", "classes-view"]);
+    c.until(&["get", "clusterrole", "view", "-o", "json"], |out| {
+        !out.contains("\"priorityclasses\"")
+    });
+}
