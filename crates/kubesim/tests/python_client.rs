@@ -92,3 +92,8 @@ fn watch_pods_from_list_resource_version() {
 fn api_errors() {
     run_script("errors.py");
 }
+
+#[test]
+fn rbac_with_real_tokens() {
+    run_script("rbac.py");
+}
