@@ -76,6 +76,15 @@ pub struct BenchArgs {
     /// pod to the watch history and an Event.
     #[arg(long)]
     pub unscheduled: bool,
+    /// `api`: send every request as a ServiceAccount bound to `edit` in
+    /// the namespace, with a token of its own, so that authentication and
+    /// RBAC are on each request's path. Without it, requests carry no
+    /// credentials and act as the admin, whom RBAC allows first.
+    #[arg(long)]
+    pub as_service_account: bool,
+    /// `api`: the server's `--authorization-mode` (RBAC or AlwaysAllow).
+    #[arg(long, default_value = "RBAC")]
+    pub authorization_mode: String,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -141,12 +150,26 @@ pub(crate) async fn request(
     path: &str,
     body: Option<Bytes>,
 ) -> anyhow::Result<(u16, Bytes)> {
-    let req = hyper::Request::builder()
+    request_as(c, method, path, body, None).await
+}
+
+/// [`request`] with a bearer token (None: no credentials, the admin).
+pub(crate) async fn request_as(
+    c: &mut SendRequest<Full<Bytes>>,
+    method: &str,
+    path: &str,
+    body: Option<Bytes>,
+    token: Option<&str>,
+) -> anyhow::Result<(u16, Bytes)> {
+    let mut req = hyper::Request::builder()
         .method(method)
         .uri(path)
         .header("host", "localhost")
-        .header("content-type", "application/json")
-        .body(Full::new(body.unwrap_or_default()))?;
+        .header("content-type", "application/json");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let req = req.body(Full::new(body.unwrap_or_default()))?;
     c.ready().await?;
     let resp = c.send_request(req).await?;
     let code = resp.status().as_u16();
@@ -201,11 +224,23 @@ pub(crate) async fn drive(
     total: usize,
     make: Arc<MakeRequest>,
 ) -> anyhow::Result<(Vec<Duration>, f64)> {
+    drive_as(clock, port, clients, total, make, None).await
+}
+
+/// [`drive`] with every request carrying `token`.
+pub(crate) async fn drive_as(
+    clock: &Clock,
+    port: u16,
+    clients: usize,
+    total: usize,
+    make: Arc<MakeRequest>,
+    token: Option<Arc<str>>,
+) -> anyhow::Result<(Vec<Duration>, f64)> {
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let started = clock.instant();
     let mut tasks = Vec::new();
     for _ in 0..clients {
-        let (next, make, clock) = (next.clone(), make.clone(), clock.clone());
+        let (next, make, clock, token) = (next.clone(), make.clone(), clock.clone(), token.clone());
         tasks.push(tokio::spawn(async move {
             let mut c = connect(port).await?;
             let mut lat = Vec::new();
@@ -216,7 +251,8 @@ pub(crate) async fn drive(
                 }
                 let (method, path, body, want) = make(i);
                 let t = clock.instant();
-                let (code, resp) = request(&mut c, method, &path, body).await?;
+                let (code, resp) =
+                    request_as(&mut c, method, &path, body, token.as_deref()).await?;
                 if code != want {
                     bail!(
                         "{method} {path} answered {code}: {}",
@@ -279,9 +315,55 @@ pub(crate) async fn start_server(clock: &Clock, extra: &[&str]) -> anyhow::Resul
     bail!("the server did not become ready")
 }
 
+/// A ServiceAccount bound to `edit` in `default`, and a token for it.
+async fn service_account_token(port: u16) -> anyhow::Result<Arc<str>> {
+    let mut c = connect(port).await?;
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bench"}});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "bench-edit"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "ServiceAccount", "name": "bench", "namespace": "default"}]});
+    for (path, body) in [
+        ("/api/v1/namespaces/default/serviceaccounts", sa),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+            binding,
+        ),
+    ] {
+        let (code, resp) =
+            request(&mut c, "POST", path, Some(Bytes::from(body.to_string()))).await?;
+        if code != 201 {
+            bail!(
+                "POST {path} answered {code}: {}",
+                String::from_utf8_lossy(&resp)
+            );
+        }
+    }
+    let req = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 86400}});
+    let path = "/api/v1/namespaces/default/serviceaccounts/bench/token";
+    let (code, resp) = request(&mut c, "POST", path, Some(Bytes::from(req.to_string()))).await?;
+    if code != 201 {
+        bail!(
+            "POST {path} answered {code}: {}",
+            String::from_utf8_lossy(&resp)
+        );
+    }
+    let v: Value = serde_json::from_slice(&resp)?;
+    let token = v["status"]["token"]
+        .as_str()
+        .context("no token in the TokenRequest")?;
+    Ok(token.into())
+}
+
 async fn api(args: BenchArgs) -> anyhow::Result<()> {
     let clock = Clock::wall();
-    let (child, port) = start_server(&clock, &[]).await?;
+    let (child, port) =
+        start_server(&clock, &["--authorization-mode", &args.authorization_mode]).await?;
+    let token = if args.as_service_account {
+        Some(service_account_token(port).await?)
+    } else {
+        None
+    };
     let pid = child.child.id();
     let rss_before = rss_kib(pid);
 
@@ -294,8 +376,15 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
             201,
         )
     });
-    let (create_lat, create_secs) =
-        drive(&clock, port, args.clients, args.pods, create_pod).await?;
+    let (create_lat, create_secs) = drive_as(
+        &clock,
+        port,
+        args.clients,
+        args.pods,
+        create_pod,
+        token.clone(),
+    )
+    .await?;
     let rss_after = rss_kib(pid);
 
     let gets = args.pods.min(20_000);
@@ -307,7 +396,8 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
             200,
         )
     });
-    let (get_lat, get_secs) = drive(&clock, port, args.clients, gets, get_pod).await?;
+    let (get_lat, get_secs) =
+        drive_as(&clock, port, args.clients, gets, get_pod, token.clone()).await?;
 
     // A full list, paged by 500 as kubectl and informers do.
     let mut c = connect(port).await?;
@@ -321,7 +411,7 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
             path.push_str(&format!("&continue={cont}"));
         }
         let t = clock.instant();
-        let (code, body) = request(&mut c, "GET", &path, None).await?;
+        let (code, body) = request_as(&mut c, "GET", &path, None, token.as_deref()).await?;
         page_lat.push(t.elapsed());
         if code != 200 {
             bail!("list failed with {code}");
@@ -338,8 +428,14 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
     page_lat.sort();
 
     // Watch delivery: every watcher must see every event.
-    let (code, body) =
-        request(&mut c, "GET", "/api/v1/namespaces/default/configmaps", None).await?;
+    let (code, body) = request_as(
+        &mut c,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        None,
+        token.as_deref(),
+    )
+    .await?;
     if code != 200 {
         bail!("list configmaps failed with {code}");
     }
@@ -351,10 +447,13 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
     for _ in 0..args.watchers {
         let mut w = connect(port).await?;
         let path = format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600");
-        let req = hyper::Request::builder()
+        let mut req = hyper::Request::builder()
             .uri(path)
-            .header("host", "localhost")
-            .body(Full::new(Bytes::new()))?;
+            .header("host", "localhost");
+        if let Some(t) = &token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let req = req.body(Full::new(Bytes::new()))?;
         w.ready().await?;
         let resp = w.send_request(req).await?;
         let want = args.events;
@@ -384,7 +483,15 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
             201,
         )
     });
-    drive(&clock, port, args.clients.min(16), args.events, create_cm).await?;
+    drive_as(
+        &clock,
+        port,
+        args.clients.min(16),
+        args.events,
+        create_cm,
+        token.clone(),
+    )
+    .await?;
     let mut delivered = 0usize;
     for w in watchers {
         delivered += w.await?;
@@ -393,8 +500,17 @@ async fn api(args: BenchArgs) -> anyhow::Result<()> {
 
     let per_pod = (rss_after.saturating_sub(rss_before)) as f64 * 1024.0 / args.pods as f64;
     println!(
-        "kubesim bench api: {} pods, {} clients, {} watchers x {} events",
-        args.pods, args.clients, args.watchers, args.events
+        "kubesim bench api: {} pods, {} clients, {} watchers x {} events, as {}, authorization {}",
+        args.pods,
+        args.clients,
+        args.watchers,
+        args.events,
+        if token.is_some() {
+            "a ServiceAccount (edit)"
+        } else {
+            "the admin"
+        },
+        args.authorization_mode
     );
     println!(
         "create:  {:>9.0} pods/s   p50 {:.2} ms   p99 {:.2} ms",
