@@ -16,6 +16,7 @@ use kubesim_runtime::{Api, DeleteOptions, ListOptions, ResourceRef, WatchEvent, 
 use kubesim_store::Record;
 use serde_json::{json, Value};
 
+use crate::auth::{Attributes, RequestAuth, UserInfo};
 use crate::service::approval::ApprovalChange;
 use crate::service::prepare_ahead::AnnouncedPatch;
 use crate::service::read::list_json;
@@ -28,6 +29,9 @@ use crate::Server;
 pub struct InProcess {
     server: Arc<Server>,
     caller: Caller,
+    /// The component's own user, held to RBAC when the server enforces
+    /// it; None: trusted, as the real API server's loopback client is.
+    identity: Option<Arc<UserInfo>>,
 }
 
 impl InProcess {
@@ -38,6 +42,67 @@ impl InProcess {
             caller: Caller {
                 user_agent: format!("{component}/v1.36.0 (linux/amd64) kubesim"),
             },
+            identity: None,
+        }
+    }
+
+    /// [`new`](Self::new), acting as `user`: each call is authorized as a
+    /// request of that user would be over HTTP.
+    pub fn as_user(server: Arc<Server>, component: &str, user: UserInfo) -> Self {
+        InProcess {
+            identity: Some(Arc::new(user)),
+            ..Self::new(server, component)
+        }
+    }
+
+    /// 403 unless the component's user may `verb` the object, as over HTTP.
+    fn allowed(
+        &self,
+        verb: &str,
+        res: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        sub: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let Some(user) = &self.identity else {
+            return Ok(());
+        };
+        if !self.server.rbac_enabled() {
+            return Ok(());
+        }
+        let a = Attributes {
+            verb: verb.into(),
+            resource_request: true,
+            group: res.group.clone(),
+            version: res.version.clone(),
+            resource: res.plural.clone(),
+            subresource: sub.unwrap_or_default().into(),
+            namespace: ns.into(),
+            name: name.into(),
+            path: String::new(),
+        };
+        if self.server.authorize(user, &a).allowed {
+            Ok(())
+        } else {
+            Err(a.forbidden(&user.name))
+        }
+    }
+
+    /// Runs a write as the component's user, so that what depends on who
+    /// asks (escalation checks, a CSR's requester) sees it.
+    async fn as_identity<T>(
+        &self,
+        call: impl Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        match &self.identity {
+            Some(user) => {
+                let auth = RequestAuth {
+                    user: user.clone(),
+                    enforce: self.server.rbac_enabled(),
+                };
+                crate::auth::scoped(auth, guarded(call)).await
+            }
+            None => guarded(call).await,
         }
     }
 
@@ -94,8 +159,9 @@ impl InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        guarded(async {
+        self.as_identity(async {
             let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
+            self.allowed("patch", &res, ns, name, subresource)?;
             let opts = &opts;
             if subresource == Some("scale") {
                 let json;
@@ -280,12 +346,14 @@ impl Api for InProcess {
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
         let res = self.resource(r)?;
         Self::check(&res, ns, None, true)?;
+        self.allowed("get", &res, ns, name, None)?;
         self.server.get(&res, ns, name)
     }
 
     async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError> {
         let res = self.resource(r)?;
         Self::check(&res, ns, None, false)?;
+        self.allowed("list", &res, ns, "", None)?;
         let page = self.server.list(&res, ns, opts)?;
         serde_json::from_slice(&list_json(&res, &page))
             .map_err(|e| ApiError::internal(format!("list is corrupt: {e}")))
@@ -299,6 +367,7 @@ impl Api for InProcess {
     ) -> Result<(Value, Vec<Option<Bytes>>), ApiError> {
         let res = self.resource(r)?;
         Self::check(&res, ns, None, false)?;
+        self.allowed("list", &res, ns, "", None)?;
         let page = self.server.list(&res, ns, opts)?;
         let mut list = json!({
             "kind": res.list_kind(),
@@ -322,8 +391,9 @@ impl Api for InProcess {
         obj: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        guarded(async {
+        self.as_identity(async {
             let (res, opts) = self.writing(r, ns, None, false, opts)?;
+            self.allowed("create", &res, ns, "", None)?;
             let opts = &opts;
             if is_core(&res, "bindings") {
                 let name = meta::name(&obj).to_string();
@@ -346,13 +416,14 @@ impl Api for InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        guarded(async {
+        self.as_identity(async {
             let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
             let opts = &opts;
             let name = meta::name(&obj).to_string();
             if name.is_empty() {
                 return Err(ApiError::bad_request("the object has no name"));
             }
+            self.allowed("update", &res, ns, &name, subresource)?;
             match subresource {
                 Some("finalize") => {
                     self.server
@@ -445,9 +516,10 @@ impl Api for InProcess {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        guarded(async {
+        self.as_identity(async {
             let res = self.resource(r)?;
             Self::check(&res, ns, None, true)?;
+            self.allowed("delete", &res, ns, name, None)?;
             Ok(self.server.delete(&res, ns, name, opts).await?.body)
         })
         .await
@@ -484,6 +556,7 @@ impl Api for InProcess {
     ) -> Result<BoxStream<'static, (WatchEvent, Option<Bytes>)>, ApiError> {
         let res = self.resource(r)?;
         Self::check(&res, ns, None, false)?;
+        self.allowed("watch", &res, ns, "", None)?;
         let rx = self.server.watch(WatchRequest {
             resource: res,
             namespace: ns.to_string(),

@@ -191,3 +191,47 @@ proptest! {
         }
     }
 }
+
+/// A component in the process acting as its own user is held to its role
+/// when RBAC is on, and trusted when it is off.
+#[tokio::test]
+async fn in_process_identities_are_held_to_their_roles() {
+    use kubesim_apiserver::auth::UserInfo;
+    use kubesim_apiserver::inprocess::InProcess;
+    use kubesim_runtime::{Api, ResourceRef};
+    let s = server().await;
+    let scheduler = InProcess::as_user(
+        s.clone(),
+        "default-scheduler",
+        UserInfo::authenticated("system:kube-scheduler", vec![]),
+    );
+    let (pods, secrets) = (ResourceRef::core("pods"), ResourceRef::core("secrets"));
+    scheduler
+        .list(&pods, "", &Default::default())
+        .await
+        .expect("pods");
+    let e = scheduler
+        .list(&secrets, "default", &Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, 403);
+    assert_eq!(
+        e.message,
+        "secrets is forbidden: User \"system:kube-scheduler\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\""
+    );
+    let cm = json!({"metadata": {"name": "x"}});
+    let configmaps = ResourceRef::core("configmaps");
+    assert_eq!(
+        scheduler
+            .create(&configmaps, "default", cm.clone(), &Default::default())
+            .await
+            .unwrap_err()
+            .code,
+        403
+    );
+    s.enable_rbac(false);
+    scheduler
+        .create(&configmaps, "default", cm, &Default::default())
+        .await
+        .expect("AlwaysAllow");
+}

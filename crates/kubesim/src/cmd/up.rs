@@ -364,11 +364,17 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             ..Default::default()
         },
     ));
-    // kube-scheduler, with its own identity, unless a real one is to bind
-    // the pods.
+    // kube-scheduler, with its own identity (held to its role when RBAC
+    // is on), unless a real one is to bind the pods.
     if args.scheduler == super::simulate_serve::SchedulerChoice::Builtin {
+        let scheduler: Arc<dyn kubesim_runtime::Api> =
+            Arc::new(kubesim_apiserver::inprocess::InProcess::as_user(
+                server.clone(),
+                "default-scheduler",
+                kubesim_apiserver::auth::UserInfo::authenticated("system:kube-scheduler", vec![]),
+            ));
         tokio::spawn(kubesim_scheduler::run(
-            in_process("default-scheduler"),
+            scheduler,
             informers.clone(),
             server.clock.clone(),
             server.rng.clone(),
