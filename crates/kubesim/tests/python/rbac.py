@@ -12,6 +12,8 @@ admin_client, core, ns = setup("py-rbac")
 rbac = client.RbacAuthorizationV1Api(admin_client)
 authz = client.AuthorizationV1Api(admin_client)
 bot = "system:serviceaccount:%s:bot" % ns
+# The RBAC subject's class was renamed in later clients.
+Subject = getattr(client, "RbacV1Subject", None) or getattr(client, "V1Subject")
 
 core.create_namespaced_service_account(ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="bot")))
 req = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[]))
@@ -59,7 +61,7 @@ check(not self_review(botc, "list", "pods").allowed, "bot may list pods before a
 rbac.create_namespaced_role_binding(ns, client.V1RoleBinding(
     metadata=client.V1ObjectMeta(name="bot-view"),
     role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name="view"),
-    subjects=[client.RbacV1Subject(kind="ServiceAccount", name="bot", namespace=ns)]))
+    subjects=[Subject(kind="ServiceAccount", name="bot", namespace=ns)]))
 
 pods = bot_core.list_namespaced_pod(ns)
 check(pods.items == [], "an empty namespace")
