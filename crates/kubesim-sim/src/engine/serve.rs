@@ -48,6 +48,8 @@ pub async fn run(
         address,
         token: None,
         extra: None,
+        inflight: Default::default(),
+        audit: None,
     });
     let routes = router(app).layer(axum::middleware::from_fn_with_state(policy, in_lockstep));
     axum::serve(listener, routes).await?;

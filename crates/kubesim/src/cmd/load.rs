@@ -175,6 +175,7 @@ async fn in_process(
         terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
         scheduler: super::simulate_serve::SchedulerChoice::Builtin,
         controllers: "*".into(),
+        protection: Default::default(),
     };
     let started = super::up::start(&up).await?;
     std::fs::create_dir_all(&dir)?;

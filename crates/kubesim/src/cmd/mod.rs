@@ -9,6 +9,7 @@ pub mod bench_simulate;
 pub mod load;
 pub mod machine;
 pub mod pki;
+pub mod protection;
 pub mod scenario;
 pub mod simulate;
 pub mod simulate_serve;

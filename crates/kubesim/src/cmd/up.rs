@@ -63,6 +63,8 @@ pub struct UpArgs {
     /// kube-controller-manager.
     #[arg(long, value_name = "LIST", default_value = "*")]
     pub controllers: String,
+    #[command(flatten)]
+    pub protection: super::protection::ProtectionArgs,
 }
 
 /// Builds the store: durable under `data_dir` unless ephemeral.
@@ -225,6 +227,7 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             .map_err(|e| anyhow::anyhow!("bad --stages {}: {e}", path.display()))?;
         stages.get_or_insert_with(Vec::new).extend(objs);
     }
+    let audit = args.protection.auditor()?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -317,12 +320,15 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             (url, kc)
         }
     };
+    let metrics = Metrics::default();
     let app = Arc::new(App {
         server,
-        metrics: Metrics::default(),
+        inflight: args.protection.limits(&metrics),
+        metrics,
         address: addr.to_string(),
         token: pki.as_ref().map(|p| p.token.clone()),
         extra: Some(kubelet_metrics),
+        audit,
     });
     Ok(Started {
         listener,
@@ -360,9 +366,12 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
     match pki {
         Some(p) => serve_tls(listener, router(app), &p, &clock, shutdown).await?,
         None => {
-            axum::serve(listener, router(app))
-                .with_graceful_shutdown(shutdown)
-                .await?
+            axum::serve(
+                listener,
+                router(app).into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(shutdown)
+            .await?
         }
     }
     store.close();
@@ -411,7 +420,10 @@ async fn serve_tls(
             },
         };
         let acceptor = acceptor.clone();
-        let app = app.clone();
+        // The peer's address, for the audit log's sourceIPs.
+        let app = app
+            .clone()
+            .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
         tokio::spawn(async move {
             let tls = match acceptor.accept(tcp).await {
                 Ok(s) => s,
