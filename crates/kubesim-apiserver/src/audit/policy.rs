@@ -131,8 +131,12 @@ impl Policy {
     /// Reads and checks a policy file (YAML or JSON); the error says what
     /// is wrong in one line.
     pub fn parse(text: &str) -> Result<Policy, String> {
-        let p: Policy =
-            serde_saphyr::from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;
+        // The parser's message is followed by a picture of the spot; its
+        // first line says what and where.
+        let p: Policy = serde_saphyr::from_str(text).map_err(|e| {
+            let e = e.to_string();
+            e.lines().next().unwrap_or_default().trim().to_string()
+        })?;
         if p.api_version != "audit.k8s.io/v1" {
             return Err(format!(
                 "apiVersion must be audit.k8s.io/v1, not {:?}",

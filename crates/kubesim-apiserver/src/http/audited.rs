@@ -124,7 +124,15 @@ impl Audit {
     /// record it, and hands back a request with the same body. A body over
     /// the limit is answered here as the handler would.
     pub(crate) async fn capture_request(&mut self, req: Request) -> Result<Request, Response> {
-        if self.decision.level < Level::Request
+        // A create names its object in the body, not the path, so its body
+        // is read at level Metadata too, for objectRef.name, as upstream.
+        let unnamed = self
+            .event
+            .object_ref
+            .as_ref()
+            .is_some_and(|r| r.name.is_empty());
+        let record = self.decision.level >= Level::Request;
+        if !(record || (unnamed && *req.method() == Method::POST))
             || !self.resource_request
             || matches!(*req.method(), Method::GET | Method::HEAD)
         {
@@ -140,7 +148,6 @@ impl Audit {
             if self.decision.omit_managed_fields {
                 strip_managed_fields(&mut obj);
             }
-            // A create names its object in the body, not the path.
             if let Some(r) = self.event.object_ref.as_mut() {
                 if r.name.is_empty() {
                     if let Some(n) = obj.pointer("/metadata/name").and_then(Value::as_str) {
@@ -148,7 +155,9 @@ impl Audit {
                     }
                 }
             }
-            self.event.request_object = Some(obj);
+            if record {
+                self.event.request_object = Some(obj);
+            }
         }
         Ok(Request::from_parts(parts, Body::from(bytes)))
     }
