@@ -140,7 +140,9 @@ fn curl_parallel(server: &Client, token: &str, path: &str, count: usize) -> Vec<
     let cfg = server.dir.join(format!("curl-{count}.cfg"));
     std::fs::write(&cfg, config).unwrap();
     let out = Command::new("curl")
-        .args(["--silent", "--parallel", "--parallel-immediate"])
+        // HTTP/2: the transfers share one connection, so they reach the
+        // server together instead of one TLS handshake apart.
+        .args(["--silent", "--http2", "--parallel"])
         .args(["--parallel-max", &count.to_string()])
         .arg("--cacert")
         .arg(&server.ca)
