@@ -1,5 +1,4 @@
-//! kube-apiserver's flags for auditing and overload protection, shared by
-//! the commands that serve the API.
+//! kube-apiserver's flags for auditing and overload protection.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +20,13 @@ pub struct ProtectionArgs {
     /// The same for mutating requests (create, update, patch, delete).
     #[arg(long, default_value_t = DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
     pub max_mutating_requests_inflight: usize,
+    #[command(flatten)]
+    pub audit: AuditArgs,
+}
+
+/// kube-apiserver's audit log flags.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct AuditArgs {
     /// An audit Policy (audit.k8s.io/v1, YAML or JSON); without it nothing
     /// is audited.
     #[arg(long, value_name = "FILE", requires = "audit_log_path")]
@@ -35,8 +41,7 @@ impl Default for ProtectionArgs {
         ProtectionArgs {
             max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
-            audit_policy_file: None,
-            audit_log_path: None,
+            audit: AuditArgs::default(),
         }
     }
 }
@@ -49,7 +54,9 @@ impl ProtectionArgs {
             metrics,
         )
     }
+}
 
+impl AuditArgs {
     /// The auditor the flags ask for; a bad policy is one error line.
     pub fn auditor(&self) -> anyhow::Result<Option<Arc<Auditor>>> {
         match (&self.audit_policy_file, &self.audit_log_path) {

@@ -227,7 +227,7 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             .map_err(|e| anyhow::anyhow!("bad --stages {}: {e}", path.display()))?;
         stages.get_or_insert_with(Vec::new).extend(objs);
     }
-    let audit = args.protection.auditor()?;
+    let audit = args.protection.audit.auditor()?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
