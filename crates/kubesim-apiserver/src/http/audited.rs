@@ -163,8 +163,7 @@ impl Audit {
     }
 
     /// Records the response and hands it on.
-    pub(crate) async fn finish(self, resp: Response) -> Response {
-        let mut resp = resp;
+    pub(crate) async fn finish(self, mut resp: Response) -> Response {
         if let Ok(v) = HeaderValue::from_str(&self.event.audit_id) {
             resp.headers_mut().insert(AUDIT_ID, v);
         }
@@ -173,33 +172,24 @@ impl Audit {
         if self.long_running && resp.status().is_success() && !panicked {
             return self.follow_stream(resp, code);
         }
-        let keep_body = code >= 400 || self.wants_response_object();
-        let (parts, body) = resp.into_parts();
-        let bytes = if keep_body {
-            // Every response but a stream's is already whole in memory.
-            axum::body::to_bytes(body, usize::MAX)
-                .await
-                .unwrap_or_default()
+        let stage = if panicked {
+            Stage::Panic
         } else {
-            let stage = if panicked {
-                Stage::Panic
-            } else {
-                Stage::ResponseComplete
-            };
-            let mut e = self.event.at_stage(stage, self.app.server.clock.now());
+            Stage::ResponseComplete
+        };
+        let mut e = self.event.at_stage(stage, self.app.server.clock.now());
+        // The body is looked at only for a failure's Status or to record
+        // it; every response but a stream's is already whole in memory.
+        if code < 400 && !self.wants_response_object() {
             e.response_status = Some(status(code, None));
             self.emit(&e);
-            return Response::from_parts(parts, body);
-        };
+            return resp;
+        }
+        let (parts, body) = resp.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .unwrap_or_default();
         let parsed = decode_json(&bytes, &parts.headers);
-        let mut e = self.event.at_stage(
-            if panicked {
-                Stage::Panic
-            } else {
-                Stage::ResponseComplete
-            },
-            self.app.server.clock.now(),
-        );
         e.response_status = Some(status(code, parsed.as_ref()));
         if self.wants_response_object() {
             e.response_object = parsed.map(|mut v| {
