@@ -218,7 +218,7 @@ impl Shared {
                 }
             }
         }
-        st.busy -= 1;
+        st.busy = st.busy.saturating_sub(1);
         self.counters.current.fetch_sub(1, Ordering::Relaxed);
     }
 }
