@@ -8,6 +8,7 @@
 //! or the emulator: extra HTTP paths reach it through
 //! [`http::ExtraRoutes`], handed in by the binary.
 
+pub mod audit;
 pub mod auth;
 pub mod http;
 pub mod inprocess;

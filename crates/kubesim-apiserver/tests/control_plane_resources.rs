@@ -31,6 +31,8 @@ async fn app() -> axum::Router {
         address: "127.0.0.1:6443".into(),
         auth: Default::default(),
         extra: None,
+        inflight: Default::default(),
+        audit: None,
     }))
 }
 

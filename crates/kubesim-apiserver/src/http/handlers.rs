@@ -19,7 +19,6 @@ use super::{
     bytes_response, error_response, json_response, value_response, with_warnings, App, MAX_BODY,
 };
 use crate::auth::attributes::resource_verb;
-use crate::auth::authn::PeerIdentity;
 use crate::auth::{Attributes, RequestAuth};
 use crate::service::approval::ApprovalChange;
 use crate::service::read::list_json;
@@ -37,9 +36,7 @@ pub(crate) async fn dispatch(app: Arc<App>, req: Request) -> Response {
 /// Who sent `req` (after impersonation), once RBAC allows what it asks.
 fn authenticate_and_authorize(app: &App, req: &Request) -> Result<RequestAuth, ApiError> {
     let server = &app.server;
-    let peer = req.extensions().get::<PeerIdentity>();
-    let user = server.authenticate(&app.auth, req.headers(), peer)?;
-    let user = server.impersonate(user, req.headers())?;
+    let user = super::identity::user_of(app, req)?;
     let enforce = server.rbac_enabled();
     // Members of system:masters are allowed first: their requests need
     // no attributes.
@@ -49,10 +46,7 @@ fn authenticate_and_authorize(app: &App, req: &Request) -> Result<RequestAuth, A
             return Err(a.forbidden(&user.name));
         }
     }
-    Ok(RequestAuth {
-        user: Arc::new(user),
-        enforce,
-    })
+    Ok(RequestAuth { user, enforce })
 }
 
 /// What `req` asks to do, in RBAC's terms.

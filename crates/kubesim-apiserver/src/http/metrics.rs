@@ -4,8 +4,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
+
+use super::inflight::Counters;
 
 /// Upstream's `apiserver_request_duration_seconds` buckets.
 const BUCKETS: &[f64] = &[
@@ -64,6 +67,9 @@ pub struct Metrics {
     pub watchers: AtomicI64,
     /// Requests whose handler panicked (answered with a 500).
     pub panics: AtomicI64,
+    /// Slots held and requests turned away under the in-flight limits.
+    pub inflight_read_only: Arc<Counters>,
+    pub inflight_mutating: Arc<Counters>,
 }
 
 impl Metrics {
@@ -173,7 +179,44 @@ impl Metrics {
             "apiserver_registered_watchers {}",
             self.watchers.load(Ordering::Relaxed)
         );
+        self.render_inflight(&mut out);
         out
+    }
+
+    /// The in-flight limits' series, under upstream's names. The gauge is
+    /// the count at the time of the scrape (upstream's is the peak of the
+    /// last second); rejections are counted under both the max-in-flight
+    /// name and the priority-and-fairness one, whose flow schema and
+    /// priority level here are the per-user queues and the request kind.
+    fn render_inflight(&self, out: &mut String) {
+        let kinds = [
+            ("readOnly", &self.inflight_read_only),
+            ("mutating", &self.inflight_mutating),
+        ];
+        out.push_str("# HELP apiserver_current_inflight_requests Requests holding a slot of the in-flight limit of each kind.\n# TYPE apiserver_current_inflight_requests gauge\n");
+        for (kind, c) in kinds {
+            let _ = writeln!(
+                out,
+                "apiserver_current_inflight_requests{{request_kind=\"{kind}\"}} {}",
+                c.current.load(Ordering::Relaxed)
+            );
+        }
+        out.push_str("# HELP apiserver_dropped_requests_total Requests answered 429 by the in-flight limit of each kind.\n# TYPE apiserver_dropped_requests_total counter\n");
+        for (kind, c) in kinds {
+            let _ = writeln!(
+                out,
+                "apiserver_dropped_requests_total{{request_kind=\"{kind}\"}} {}",
+                c.rejected.load(Ordering::Relaxed)
+            );
+        }
+        out.push_str("# HELP apiserver_flowcontrol_rejected_requests_total Requests rejected because their user's queue was full.\n# TYPE apiserver_flowcontrol_rejected_requests_total counter\n");
+        for (kind, c) in kinds {
+            let _ = writeln!(
+                out,
+                "apiserver_flowcontrol_rejected_requests_total{{flow_schema=\"per-user\",priority_level=\"{kind}\",reason=\"queue-full\"}} {}",
+                c.rejected.load(Ordering::Relaxed)
+            );
+        }
     }
 }
 

@@ -1,12 +1,18 @@
 //! The HTTP front of the API server: routing, bodies, negotiation,
 //! responses, watch streaming and metrics.
 
+mod audited;
 mod body;
 pub mod discovery;
+mod guard;
 mod handlers;
+pub mod identity;
+pub mod inflight;
 pub mod metrics;
 pub mod negotiate;
+mod overload;
 pub mod query;
+pub mod request_info;
 pub mod route;
 mod watch;
 
@@ -38,6 +44,10 @@ pub struct App {
     /// emulated kubelets' Prometheus endpoints), asked only for paths the
     /// API does not serve.
     pub extra: Option<Arc<dyn ExtraRoutes>>,
+    /// `--max-requests-inflight` and `--max-mutating-requests-inflight`.
+    pub inflight: inflight::Limits,
+    /// `--audit-policy-file` with `--audit-log-path`.
+    pub audit: Option<Arc<crate::audit::Auditor>>,
 }
 
 /// Read-only paths another component serves through this server, so the
@@ -57,6 +67,10 @@ pub fn router(app: Arc<App>) -> axum::Router {
 /// its request is answered with a 500 Status, logged and counted, and the
 /// connection stays usable.
 async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
+    guard::serve(app, req, handle_unguarded).await
+}
+
+async fn handle_unguarded(app: Arc<App>, req: Request) -> Response {
     let method = req.method().clone();
     let uri = req.uri().clone();
     match AssertUnwindSafe(handlers::dispatch(app.clone(), req))
@@ -68,9 +82,11 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
             let what = kubesim_runtime::panic_message(&*panic);
             tracing::error!(%method, %uri, panic = %what, "request handler panicked");
             app.metrics.handler_panicked();
-            error_response(&ApiError::internal(format!(
+            let mut r = error_response(&ApiError::internal(format!(
                 "Internal error occurred: {what}"
-            )))
+            )));
+            r.extensions_mut().insert(audited::Panicked);
+            r
         }
     }
 }

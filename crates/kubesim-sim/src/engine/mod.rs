@@ -318,7 +318,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             tasks.spawn({
                 let (server, policy) = (server.clone(), policy.clone());
                 async move {
-                    if let Err(e) = serve::run(s.listener, server, policy).await {
+                    if let Err(e) = serve::run(s.listener, server, policy, s.audit).await {
                         tracing::error!(error = %e, "the API server stopped");
                     }
                 }

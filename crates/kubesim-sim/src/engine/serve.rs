@@ -27,6 +27,8 @@ pub struct Serve {
     /// Wall time one virtual instant may be held at most (and the wait for
     /// a scheduler to connect at the start).
     pub timeout: Duration,
+    /// The audit log, if one was asked for.
+    pub audit: Option<Arc<kubesim_apiserver::audit::Auditor>>,
     /// Called once the API is served and every node is Ready, before
     /// waiting for a scheduler to connect.
     pub ready: Option<Box<dyn FnOnce() + Send>>,
@@ -38,6 +40,7 @@ pub async fn run(
     listener: std::net::TcpListener,
     server: Arc<Server>,
     policy: Arc<Policy>,
+    audit: Option<Arc<kubesim_apiserver::audit::Auditor>>,
 ) -> anyhow::Result<()> {
     listener.set_nonblocking(true)?;
     let address = listener.local_addr()?.to_string();
@@ -48,9 +51,17 @@ pub async fn run(
         address,
         auth: Default::default(),
         extra: None,
+        // Every caller is the admin, whom the in-flight limits exempt.
+        inflight: Default::default(),
+        audit,
     });
     let routes = router(app).layer(axum::middleware::from_fn_with_state(policy, in_lockstep));
-    axum::serve(listener, routes).await?;
+    // With the peer's address, for the audit log's sourceIPs.
+    axum::serve(
+        listener,
+        routes.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .await?;
     Ok(())
 }
 

@@ -177,6 +177,7 @@ async fn in_process(
         controllers: "*".into(),
         authorization_mode: super::up::AuthorizationMode::Rbac,
         anonymous_auth: true,
+        protection: Default::default(),
     };
     let started = super::up::start(&up).await?;
     std::fs::create_dir_all(&dir)?;

@@ -10,6 +10,7 @@ pub mod client_cert;
 pub mod load;
 pub mod machine;
 pub mod pki;
+pub mod protection;
 pub mod scenario;
 pub mod simulate;
 pub mod simulate_serve;

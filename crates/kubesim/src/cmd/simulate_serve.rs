@@ -50,6 +50,9 @@ pub struct ServeArgs {
     /// of --serve).
     #[arg(long, value_enum)]
     pub scheduler: Option<SchedulerChoice>,
+    /// The audit log of the served API, stamped with simulated time.
+    #[command(flatten)]
+    pub audit: super::protection::AuditArgs,
 }
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:6443";
@@ -68,6 +71,9 @@ impl ServeArgs {
     /// without --serve.
     pub fn prepare(&self, out: &Path) -> anyhow::Result<Option<Serve>> {
         if !self.serve {
+            if self.audit.audit_policy_file.is_some() {
+                anyhow::bail!("--audit-policy-file audits the API of --serve: add --serve");
+            }
             return Ok(None);
         }
         let quiet = duration(self.quiet.as_deref(), "200ms", "--quiet")?;
@@ -76,6 +82,7 @@ impl ServeArgs {
             // Every hold would end on the timeout, never on the quiet.
             anyhow::bail!("--quiet ({quiet:?}) must be shorter than --serve-timeout ({timeout:?})");
         }
+        let audit = self.audit.auditor()?;
         let listen = self
             .listen
             .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("a valid constant address"));
@@ -96,6 +103,7 @@ impl ServeArgs {
             listener,
             quiet,
             timeout,
+            audit,
             ready: Some(Box::new(move || {
                 tracing::info!(%url, "the simulation serves the Kubernetes API");
                 println!("export KUBECONFIG={}", kc.display());

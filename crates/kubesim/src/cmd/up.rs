@@ -71,6 +71,8 @@ pub struct UpArgs {
     /// `system:anonymous` (true, upstream's default) or refused with 401.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
+    #[command(flatten)]
+    pub protection: super::protection::ProtectionArgs,
 }
 
 /// kube-apiserver's `--authorization-mode`, of the modes kubesim has.
@@ -307,6 +309,7 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             .map_err(|e| anyhow::anyhow!("bad --stages {}: {e}", path.display()))?;
         stages.get_or_insert_with(Vec::new).extend(objs);
     }
+    let audit = args.protection.audit.auditor()?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -410,9 +413,11 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             (url, kc)
         }
     };
+    let metrics = Metrics::default();
     let app = Arc::new(App {
         server,
-        metrics: Metrics::default(),
+        inflight: args.protection.limits(&metrics),
+        metrics,
         address: addr.to_string(),
         auth: match &pki {
             Some(p) => kubesim_apiserver::auth::authn::Config {
@@ -422,6 +427,7 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             None => Default::default(),
         },
         extra: Some(kubelet_metrics),
+        audit,
     });
     Ok(Started {
         listener,
@@ -459,9 +465,12 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
     match pki {
         Some(p) => serve_tls(listener, router(app), &p, &clock, shutdown).await?,
         None => {
-            axum::serve(listener, router(app))
-                .with_graceful_shutdown(shutdown)
-                .await?
+            axum::serve(
+                listener,
+                router(app).into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(shutdown)
+            .await?
         }
     }
     store.close();
@@ -524,7 +533,10 @@ async fn serve_tls(
             },
         };
         let acceptor = acceptor.clone();
-        let app = app.clone();
+        // The peer's address, for the audit log's sourceIPs.
+        let app = app
+            .clone()
+            .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
         tokio::spawn(async move {
             let tls = match acceptor.accept(tcp).await {
                 Ok(s) => s,
