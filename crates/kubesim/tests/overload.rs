@@ -3,85 +3,29 @@
 //! account's requests keep being served, each waiting its turn instead of
 //! being turned away. Outcomes only are asserted, never timings.
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A `kubesim up --tls --ephemeral` with small limits, killed on drop.
-/// Over plain HTTP every caller is the admin, whom the limits exempt, so
-/// the test needs tokens, hence TLS.
-struct Server {
-    child: Child,
-    dir: PathBuf,
-    url: String,
-}
+use common::tls::{kubectl, TlsServer as Server};
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["--request-timeout", "20s"])
-        .args(args)
-        .output()
-        .expect("run kubectl")
-}
-
+/// `kubesim up --tls` with both limits at 1. Over plain HTTP every caller
+/// is the admin, whom the limits exempt, so the test needs tokens, hence
+/// TLS.
 fn start() -> Server {
-    let dir = std::env::temp_dir().join(format!("kubesim-overload-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
-    let log = std::fs::File::create(dir.join("server.log")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-        .args(["up", "--tls", "--ephemeral"])
-        .args(["--max-requests-inflight", "1"])
-        .args(["--max-mutating-requests-inflight", "1"])
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("run kubesim");
-    let mut server = Server {
-        child,
-        dir,
-        url: format!("https://127.0.0.1:{port}"),
-    };
-    let kc = server.dir.join("kubeconfig");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            let log = std::fs::read_to_string(server.dir.join("server.log")).unwrap_or_default();
-            panic!("kubesim exited with {status}:\n{log}");
-        }
-        if kc.exists() && kubectl(&kc, &["get", "--raw", "/readyz"]).status.success() {
-            return server;
-        }
-        assert!(Instant::now() < deadline, "kubesim not ready in time");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::tls::start(
+        "overload",
+        &[
+            "--max-requests-inflight",
+            "1",
+            "--max-mutating-requests-inflight",
+            "1",
+        ],
+    )
 }
 
 /// A token for a new service account allowed to read the namespace
@@ -135,7 +79,7 @@ struct Client {
 impl Server {
     fn client(&self) -> Client {
         Client {
-            url: self.url.clone(),
+            url: self.url(),
             ca: self.dir.join("pki").join("ca.crt"),
             dir: self.dir.clone(),
         }

@@ -1,81 +1,16 @@
 //! `kubesim up --tls`: real kubectl over HTTPS with the generated CA and
 //! bearer token, and a refusal for a wrong token.
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+mod common;
+
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A `kubesim up --tls --ephemeral`, killed and cleaned up on drop. The
-/// shared harness speaks plain HTTP only, hence this small launcher.
-struct TlsServer {
-    child: Child,
-    dir: PathBuf,
-}
+use common::tls::{free_port, kubectl, start_in};
 
-impl Drop for TlsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["--request-timeout", "10s"])
-        .args(args)
-        .output()
-        .expect("run kubectl")
-}
-
-fn start(name: &str) -> TlsServer {
-    let dir = std::env::temp_dir().join(format!("kubesim-tls-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    start_in(dir, &["--ephemeral"])
-}
-
-/// Starts `kubesim up --tls` on `dir` as it is (a restart keeps its store
-/// and PKI).
-fn start_in(dir: PathBuf, extra: &[&str]) -> TlsServer {
-    let log = std::fs::File::create(dir.join("server.log")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-        .args(["up", "--tls"])
-        .args(extra)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{}", free_port()))
-        .arg("--data-dir")
-        .arg(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("run kubesim");
-    let mut server = TlsServer { child, dir };
-    let kc = server.dir.join("kubeconfig");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            let log = std::fs::read_to_string(server.dir.join("server.log")).unwrap_or_default();
-            panic!("kubesim exited with {status}:\n{log}");
-        }
-        if kc.exists() && kubectl(&kc, &["get", "--raw", "/readyz"]).status.success() {
-            return server;
-        }
-        assert!(Instant::now() < deadline, "kubesim --tls not ready in time");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn start(name: &str) -> common::tls::TlsServer {
+    common::tls::start(name, &[])
 }
 
 #[test]

@@ -67,22 +67,6 @@ impl Attributes {
     }
 }
 
-/// The Kubernetes verb of a resource request: reads of one object are
-/// `get`, of a collection `list` (or `watch`), writes by method.
-pub fn resource_verb(method: &str, named: bool, watch: bool) -> &'static str {
-    match (method, named) {
-        ("GET" | "HEAD", _) if watch => "watch",
-        ("GET" | "HEAD", true) => "get",
-        ("GET" | "HEAD", false) => "list",
-        ("POST", _) => "create",
-        ("PUT", _) => "update",
-        ("PATCH", _) => "patch",
-        ("DELETE", true) => "delete",
-        ("DELETE", false) => "deletecollection",
-        _ => "",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,14 +104,5 @@ mod tests {
             a.forbidden("system:anonymous").message,
             "forbidden: User \"system:anonymous\" cannot get path \"/metrics\""
         );
-    }
-
-    #[test]
-    fn verbs_by_method() {
-        assert_eq!(resource_verb("GET", true, false), "get");
-        assert_eq!(resource_verb("GET", false, false), "list");
-        assert_eq!(resource_verb("GET", false, true), "watch");
-        assert_eq!(resource_verb("DELETE", false, false), "deletecollection");
-        assert_eq!(resource_verb("PATCH", true, false), "patch");
     }
 }

@@ -14,11 +14,11 @@ use super::body;
 use super::metrics::Labels;
 use super::negotiate::{self, Format};
 use super::query::Query;
+use super::request_info::RequestInfo;
 use super::route::{self, ResourcePath, Route};
 use super::{
     bytes_response, error_response, json_response, value_response, with_warnings, App, MAX_BODY,
 };
-use crate::auth::attributes::resource_verb;
 use crate::auth::{Attributes, RequestAuth};
 use crate::service::approval::ApprovalChange;
 use crate::service::read::list_json;
@@ -51,30 +51,27 @@ fn authenticate_and_authorize(app: &App, req: &Request) -> Result<RequestAuth, A
 
 /// What `req` asks to do, in RBAC's terms.
 fn request_attributes(req: &Request) -> Attributes {
-    let path = req.uri().path();
-    let method = req.method().as_str();
-    match route::parse(path) {
-        Route::Resource(p) => {
-            let watch = Query::parse(req.uri().query()).watch().unwrap_or(false);
-            // A namespace is its own namespace, as upstream's request info
-            // says, so a RoleBinding may grant reading it.
-            let namespace = match (&p.name, p.group.is_empty() && p.plural == "namespaces") {
-                (Some(n), true) => n.clone(),
-                _ => p.namespace,
-            };
-            Attributes {
-                verb: resource_verb(method, p.name.is_some(), watch).to_string(),
-                resource_request: true,
-                group: p.group,
-                version: p.version,
-                resource: p.plural,
-                subresource: p.subresource.unwrap_or_default(),
-                namespace,
-                name: p.name.unwrap_or_default(),
-                path: String::new(),
-            }
-        }
-        _ => Attributes::non_resource(method, path),
+    let info = RequestInfo::of(req.method(), req.uri().path(), req.uri().query());
+    let Some(r) = info.resource else {
+        return Attributes::non_resource(req.method().as_str(), &info.path);
+    };
+    // A namespace is its own namespace, as upstream's request info says,
+    // so a RoleBinding may grant reading it.
+    let namespace = if r.group.is_empty() && r.resource == "namespaces" && !r.name.is_empty() {
+        r.name.clone()
+    } else {
+        r.namespace
+    };
+    Attributes {
+        verb: info.verb,
+        resource_request: true,
+        group: r.group,
+        version: r.version,
+        resource: r.resource,
+        subresource: r.subresource,
+        namespace,
+        name: r.name,
+        path: String::new(),
     }
 }
 

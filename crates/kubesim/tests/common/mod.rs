@@ -6,6 +6,7 @@
 
 pub mod kubectl;
 pub mod kubelet;
+pub mod tls;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
