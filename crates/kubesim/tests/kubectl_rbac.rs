@@ -19,6 +19,11 @@ fn as_token(c: &Cluster, token: &str, args: &[&str]) -> std::process::Output {
     c.kubectl(&a)
 }
 
+/// Arguments written as one line.
+fn w(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -59,10 +64,10 @@ fn can_i(c: &Cluster, args: &[&str]) -> String {
 #[test]
 fn tokens_are_held_to_their_bindings() {
     let c = Cluster::start_with("kubectl-rbac", &["--tls"]);
-    c.ok(&["create", "namespace", "team"]);
-    c.ok(&["create", "serviceaccount", "bot", "-n", "team"]);
+    c.ok(&w("create namespace team"));
+    c.ok(&w("create serviceaccount bot -n team"));
     let bot = "system:serviceaccount:team:bot";
-    let token = c.ok(&["create", "token", "bot", "-n", "team"]);
+    let token = c.ok(&w("create token bot -n team"));
     let t = token.trim();
 
     // No binding: only the basics every authenticated user has.
@@ -70,24 +75,19 @@ fn tokens_are_held_to_their_bindings() {
         allowed(
             &c,
             t,
-            &[
-                "auth",
-                "whoami",
-                "-o",
-                "jsonpath={.status.userInfo.username}"
-            ]
+            &w("auth whoami -o jsonpath={.status.userInfo.username}")
         ),
         bot
     );
-    let e = forbidden(&c, t, &["get", "secrets", "-A"]);
+    let e = forbidden(&c, t, &w("get secrets -A"));
     assert!(
         e.contains(&format!(
             "secrets is forbidden: User \"{bot}\" cannot list resource \"secrets\" in API group \"\" at the cluster scope"
         )),
         "{e}"
     );
-    forbidden(&c, t, &["get", "pods", "-n", "team"]);
-    forbidden(&c, t, &["delete", "node", "n1"]);
+    forbidden(&c, t, &w("get pods -n team"));
+    forbidden(&c, t, &w("delete node n1"));
     assert_eq!(can_i(&c, &["delete", "nodes", "--as", bot]), "no");
     assert_eq!(can_i(&c, &["list", "secrets", "-A", "--as", bot]), "no");
     assert_eq!(
@@ -98,44 +98,12 @@ fn tokens_are_held_to_their_bindings() {
     assert_eq!(can_i(&c, &["get", "/metrics", "--as", bot]), "no");
 
     // edit in one namespace: workloads there, nothing elsewhere.
-    c.ok(&[
-        "create",
-        "rolebinding",
-        "bot-edit",
-        "--clusterrole",
-        "edit",
-        "--serviceaccount",
-        "team:bot",
-        "-n",
-        "team",
-    ]);
-    allowed(
-        &c,
-        t,
-        &[
-            "create",
-            "deployment",
-            "web",
-            "--image",
-            "nginx",
-            "-n",
-            "team",
-        ],
-    );
-    allowed(&c, t, &["get", "secrets", "-n", "team"]);
-    forbidden(
-        &c,
-        t,
-        &[
-            "create",
-            "deployment",
-            "web",
-            "--image",
-            "nginx",
-            "-n",
-            "default",
-        ],
-    );
+    c.ok(&w(
+        "create rolebinding bot-edit --clusterrole edit --serviceaccount team:bot -n team",
+    ));
+    allowed(&c, t, &w("create deployment web --image nginx -n team"));
+    allowed(&c, t, &w("get secrets -n team"));
+    forbidden(&c, t, &w("create deployment web --image nginx -n default"));
     assert_eq!(
         can_i(
             &c,
@@ -150,7 +118,7 @@ fn tokens_are_held_to_their_bindings() {
         ),
         "no"
     );
-    let list = allowed(&c, t, &["auth", "can-i", "--list", "-n", "team"]);
+    let list = allowed(&c, t, &w("auth can-i --list -n team"));
     assert!(
         list.lines().any(|l| l.starts_with("deployments.apps ")),
         "{list}"
@@ -161,58 +129,20 @@ fn tokens_are_held_to_their_bindings() {
     forbidden(
         &c,
         t,
-        &[
-            "create",
-            "role",
-            "r",
-            "--verb",
-            "get",
-            "--resource",
-            "pods",
-            "-n",
-            "team",
-        ],
+        &w("create role r --verb get --resource pods -n team"),
     );
-    c.ok(&[
-        "create",
-        "rolebinding",
-        "bot-admin",
-        "--clusterrole",
-        "admin",
-        "--serviceaccount",
-        "team:bot",
-        "-n",
-        "team",
-    ]);
+    c.ok(&w(
+        "create rolebinding bot-admin --clusterrole admin --serviceaccount team:bot -n team",
+    ));
     allowed(
         &c,
         t,
-        &[
-            "create",
-            "role",
-            "pod-reader",
-            "--verb",
-            "get",
-            "--resource",
-            "pods",
-            "-n",
-            "team",
-        ],
+        &w("create role pod-reader --verb get --resource pods -n team"),
     );
     let e = forbidden(
         &c,
         t,
-        &[
-            "create",
-            "role",
-            "node-reader",
-            "--verb",
-            "get",
-            "--resource",
-            "nodes",
-            "-n",
-            "team",
-        ],
+        &w("create role node-reader --verb get --resource nodes -n team"),
     );
     assert!(
         e.contains("is attempting to grant RBAC permissions not currently held"),
@@ -222,102 +152,45 @@ fn tokens_are_held_to_their_bindings() {
     let e = forbidden(
         &c,
         t,
-        &[
-            "create",
-            "rolebinding",
-            "root",
-            "--clusterrole",
-            "cluster-admin",
-            "--user",
-            "mallory",
-            "-n",
-            "team",
-        ],
+        &w("create rolebinding root --clusterrole cluster-admin --user mallory -n team"),
     );
     assert!(e.contains("not currently held"), "{e}");
     // ...unless it may `bind` that very role.
-    c.ok(&[
-        "create",
-        "clusterrole",
-        "bind-admin",
-        "--verb",
-        "bind",
-        "--resource",
-        "clusterroles",
-        "--resource-name",
-        "cluster-admin",
-    ]);
-    c.ok(&[
-        "create",
-        "clusterrolebinding",
-        "bot-bind",
-        "--clusterrole",
-        "bind-admin",
-        "--serviceaccount",
-        "team:bot",
-    ]);
+    c.ok(&w("create clusterrole bind-admin --verb bind --resource clusterroles --resource-name cluster-admin"));
+    c.ok(&w(
+        "create clusterrolebinding bot-bind --clusterrole bind-admin --serviceaccount team:bot",
+    ));
     allowed(
         &c,
         t,
-        &[
-            "create",
-            "rolebinding",
-            "root",
-            "--clusterrole",
-            "cluster-admin",
-            "--user",
-            "mallory",
-            "-n",
-            "team",
-        ],
+        &w("create rolebinding root --clusterrole cluster-admin --user mallory -n team"),
     );
 
     // Impersonation needs the impersonate verb on what is impersonated.
     // (whoami prints a message of its own; a list shows the server's.)
-    let e = forbidden(&c, t, &["get", "configmaps", "--as", "alice"]);
+    let e = forbidden(&c, t, &w("get configmaps --as alice"));
     assert!(
         e.contains(&format!("users \"alice\" is forbidden: User \"{bot}\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope")),
         "{e}"
     );
-    c.ok(&[
-        "create",
-        "clusterrole",
-        "be-alice",
-        "--verb",
-        "impersonate",
-        "--resource",
-        "users",
-        "--resource-name",
-        "alice",
-    ]);
-    c.ok(&[
-        "create",
-        "clusterrolebinding",
-        "bot-be-alice",
-        "--clusterrole",
-        "be-alice",
-        "--serviceaccount",
-        "team:bot",
-    ]);
-    let who = allowed(&c, t, &["auth", "whoami", "--as", "alice", "-o", "json"]);
+    c.ok(&w(
+        "create clusterrole be-alice --verb impersonate --resource users --resource-name alice",
+    ));
+    c.ok(&w(
+        "create clusterrolebinding bot-be-alice --clusterrole be-alice --serviceaccount team:bot",
+    ));
+    let who = allowed(&c, t, &w("auth whoami --as alice -o json"));
     let who: serde_json::Value = serde_json::from_str(&who).unwrap();
     assert_eq!(who["status"]["userInfo"]["username"], "alice");
     assert_eq!(
         who["status"]["userInfo"]["groups"][0],
         "system:authenticated"
     );
-    forbidden(&c, t, &["get", "configmaps", "--as", "bob"]);
+    forbidden(&c, t, &w("get configmaps --as bob"));
     let e = forbidden(
         &c,
         t,
-        &[
-            "get",
-            "configmaps",
-            "--as",
-            "alice",
-            "--as-group",
-            "system:masters",
-        ],
+        &w("get configmaps --as alice --as-group system:masters"),
     );
     assert!(e.contains("cannot impersonate resource \"groups\""), "{e}");
 }
@@ -325,12 +198,12 @@ fn tokens_are_held_to_their_bindings() {
 #[test]
 fn legacy_and_bound_tokens() {
     let c = Cluster::start_with("kubectl-rbac-tokens", &["--tls"]);
-    c.ok(&["create", "serviceaccount", "old"]);
+    c.ok(&w("create serviceaccount old"));
     c.apply(
         r#"{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
             "metadata": {"name": "old-token", "annotations": {"kubernetes.io/service-account.name": "old"}}}"#,
     );
-    let data = c.json(&["get", "secret", "old-token"])["data"].clone();
+    let data = c.json(&w("get secret old-token"))["data"].clone();
     let legacy = String::from_utf8(
         STANDARD
             .decode(data["token"].as_str().expect("token filled in"))
@@ -350,41 +223,30 @@ fn legacy_and_bound_tokens() {
         allowed(
             &c,
             &legacy,
-            &[
-                "auth",
-                "whoami",
-                "-o",
-                "jsonpath={.status.userInfo.username}"
-            ]
+            &w("auth whoami -o jsonpath={.status.userInfo.username}")
         ),
         "system:serviceaccount:default:old"
     );
     // Valid while the Secret holds it.
-    c.ok(&["delete", "secret", "old-token"]);
+    c.ok(&w("delete secret old-token"));
     let o = as_token(&c, &legacy, &["auth", "whoami"]);
     assert!(!o.status.success(), "a deleted legacy token was accepted");
     assert!(stderr(&o).contains("Unauthorized"), "{}", stderr(&o));
 
     // A token bound to a pod dies with the pod.
     c.apply(r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"serviceAccountName": "old", "containers": [{"name": "c", "image": "x"}]}}"#);
-    let bound = c.ok(&[
-        "create",
-        "token",
-        "old",
-        "--bound-object-kind",
-        "Pod",
-        "--bound-object-name",
-        "p",
-    ]);
-    let who = allowed(&c, bound.trim(), &["auth", "whoami", "-o", "json"]);
+    let bound = c.ok(&w(
+        "create token old --bound-object-kind Pod --bound-object-name p",
+    ));
+    let who = allowed(&c, bound.trim(), &w("auth whoami -o json"));
     let who: serde_json::Value = serde_json::from_str(&who).unwrap();
     assert_eq!(
         who["status"]["userInfo"]["extra"]["authentication.kubernetes.io/pod-name"][0],
         "p"
     );
-    c.ok(&["delete", "pod", "p", "--grace-period", "0", "--force"]);
+    c.ok(&w("delete pod p --grace-period 0 --force"));
     c.eventually("the pod is gone", 100, Duration::from_millis(100), || {
-        (!c.kubectl(&["get", "pod", "p"]).status.success()).then_some(())
+        (!c.kubectl(&w("get pod p")).status.success()).then_some(())
     });
     let o = as_token(&c, bound.trim(), &["auth", "whoami"]);
     assert!(
@@ -393,7 +255,7 @@ fn legacy_and_bound_tokens() {
     );
 
     // A token for another audience is not for the API server.
-    let other = c.ok(&["create", "token", "old", "--audience", "vault"]);
+    let other = c.ok(&w("create token old --audience vault"));
     assert!(!as_token(&c, other.trim(), &["auth", "whoami"])
         .status
         .success());
@@ -416,56 +278,29 @@ fn aggregated_roles_follow_their_sources() {
     assert_eq!(
         can_i(
             &c,
-            &[
-                "list",
-                "priorityclasses.scheduling.k8s.io",
-                "--as",
-                "u",
-                "--as-group",
-                "viewers"
-            ]
+            &w("list priorityclasses.scheduling.k8s.io --as u --as-group viewers")
         ),
         "no"
     );
-    c.ok(&[
-        "create",
-        "clusterrolebinding",
-        "viewers",
-        "--clusterrole",
-        "view",
-        "--group",
-        "viewers",
-    ]);
+    c.ok(&w(
+        "create clusterrolebinding viewers --clusterrole view --group viewers",
+    ));
     assert_eq!(
         can_i(
             &c,
-            &[
-                "list",
-                "priorityclasses.scheduling.k8s.io",
-                "--as",
-                "u",
-                "--as-group",
-                "viewers"
-            ]
+            &w("list priorityclasses.scheduling.k8s.io --as u --as-group viewers")
         ),
         "yes"
     );
     assert_eq!(
         can_i(
             &c,
-            &[
-                "delete",
-                "priorityclasses.scheduling.k8s.io",
-                "--as",
-                "u",
-                "--as-group",
-                "viewers"
-            ]
+            &w("delete priorityclasses.scheduling.k8s.io --as u --as-group viewers")
         ),
         "no"
     );
-    c.ok(&["delete", "clusterrole", "classes-view"]);
-    c.until(&["get", "clusterrole", "view", "-o", "json"], |out| {
+    c.ok(&w("delete clusterrole classes-view"));
+    c.until(&w("get clusterrole view -o json"), |out| {
         !out.contains("\"priorityclasses\"")
     });
 }
