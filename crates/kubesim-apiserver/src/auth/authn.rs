@@ -13,14 +13,11 @@
 //! whatever else the request carries, as upstream does.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use http::{header, HeaderMap};
 use kubesim_core::{meta, ApiError};
-use kubesim_store::Record;
 use serde_json::Value;
 
-use super::token_cache::Checked;
 use super::UserInfo;
 use crate::service::jwt::{ISSUER, LEGACY_ISSUER};
 use crate::Server;
@@ -138,30 +135,16 @@ impl Server {
     /// The service account a token this server issued speaks for, while
     /// the token is valid: signed here, unexpired, for the API server's
     /// audience, and everything it is bound to (its account, and the pod,
-    /// secret or node it names) still the same object. Tokens checked
-    /// before are answered from [`TokenCache`](super::token_cache).
+    /// secret or node it names) still the same object.
     pub fn authenticate_token(&self, token: &str) -> Option<UserInfo> {
-        let now = self.clock.now().as_second();
-        let current = |res: &str, key: &str| self.store.get(res, key);
-        if let Some(user) = self.tokens_checked.get(token, now, current) {
-            return Some(user);
-        }
-        let checked = self.check_token(token, now)?;
-        let user = checked.user.clone();
-        self.tokens_checked.put(token, checked);
-        Some(user)
-    }
-
-    /// The full check of a token, with the records it depends on.
-    fn check_token(&self, token: &str, now: i64) -> Option<Checked> {
         let claims = self.tokens.read().verify(token)?;
         let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         if s(&claims, "iss").as_deref() == Some(LEGACY_ISSUER) {
-            return self.check_legacy(token, &claims);
+            return self.authenticate_legacy(token, &claims);
         }
+        let now = self.clock.now().as_second();
         let at = |k: &str| claims.get(k).and_then(Value::as_i64);
-        let (expires, not_before) = (at("exp")?, at("nbf"));
-        if now >= expires || not_before.is_some_and(|nbf| now < nbf) {
+        if at("exp").is_none_or(|exp| now >= exp) || at("nbf").is_some_and(|nbf| now < nbf) {
             return None;
         }
         let audiences = match &claims["aud"] {
@@ -176,7 +159,9 @@ impl Server {
         let ns = s(k8s, "namespace")?;
         let sa = &k8s["serviceaccount"];
         let (name, uid) = (s(sa, "name")?, s(sa, "uid")?);
-        let mut records = vec![self.record_with_uid("serviceaccounts", &ns, &name, &uid)?];
+        if !self.object_has_uid("serviceaccounts", &ns, &name, &uid) {
+            return None;
+        }
         let mut user = service_account_user(&ns, &name, &uid);
         for (claim, plural) in [("pod", "pods"), ("secret", "secrets"), ("node", "nodes")] {
             let Some(bound) = k8s.get(claim).filter(|b| b.is_object()) else {
@@ -184,7 +169,9 @@ impl Server {
             };
             let (bname, buid) = (s(bound, "name")?, s(bound, "uid")?);
             let bns = if plural == "nodes" { "" } else { ns.as_str() };
-            records.push(self.record_with_uid(plural, bns, &bname, &buid)?);
+            if !self.object_has_uid(plural, bns, &bname, &buid) {
+                return None;
+            }
             if claim != "secret" {
                 user.extra.insert(
                     format!("authentication.kubernetes.io/{claim}-name"),
@@ -202,17 +189,12 @@ impl Server {
                 vec![format!("JTI={jti}")],
             );
         }
-        Some(Checked {
-            user,
-            not_before,
-            expires: Some(expires),
-            records,
-        })
+        Some(user)
     }
 
     /// A legacy token Secret's token: valid while the Secret still holds
     /// it and its service account is the same object.
-    fn check_legacy(&self, token: &str, claims: &Value) -> Option<Checked> {
+    fn authenticate_legacy(&self, token: &str, claims: &Value) -> Option<UserInfo> {
         let c = |k: &str| {
             claims
                 .get(format!("kubernetes.io/serviceaccount/{k}"))
@@ -224,46 +206,27 @@ impl Server {
             c("service-account.name")?,
             c("service-account.uid")?,
         );
-        let (res, key, stored) = self.record("secrets", ns, secret)?;
-        let held = serde_json::from_slice::<Value>(&stored.bytes)
-            .ok()?
+        let r = self.resource("", "v1", "secrets").ok()?;
+        let stored = self.get(&r, ns, secret).ok()?;
+        let held = stored
             .pointer("/data/token")
             .and_then(Value::as_str)
             .and_then(|t| {
                 use base64::Engine;
                 base64::engine::general_purpose::STANDARD.decode(t).ok()
             })?;
-        if held != token.as_bytes() {
+        if held != token.as_bytes() || !self.object_has_uid("serviceaccounts", ns, name, uid) {
             return None;
         }
-        let account = self.record_with_uid("serviceaccounts", ns, name, uid)?;
-        Some(Checked {
-            user: service_account_user(ns, name, uid),
-            not_before: None,
-            expires: None,
-            records: vec![(res, key, stored), account],
-        })
+        Some(service_account_user(ns, name, uid))
     }
 
-    /// The stored record of a core object: (resource key, object key, record).
-    fn record(&self, plural: &str, ns: &str, name: &str) -> Option<(String, String, Arc<Record>)> {
-        let r = self.resource("", "v1", plural).ok()?;
-        let key = crate::service::object_key(&r, ns, name);
-        let rec = self.store.get(&r.storage_key(), &key)?;
-        Some((r.storage_key(), key, rec))
-    }
-
-    /// [`record`](Self::record) of the object only if it has this uid.
-    fn record_with_uid(
-        &self,
-        plural: &str,
-        ns: &str,
-        name: &str,
-        uid: &str,
-    ) -> Option<(String, String, Arc<Record>)> {
-        let found = self.record(plural, ns, name)?;
-        let obj: Value = serde_json::from_slice(&found.2.bytes).ok()?;
-        (meta::uid(&obj) == uid).then_some(found)
+    /// Whether the object exists with this uid.
+    fn object_has_uid(&self, plural: &str, ns: &str, name: &str, uid: &str) -> bool {
+        let Ok(r) = self.resource("", "v1", plural) else {
+            return false;
+        };
+        self.get(&r, ns, name).is_ok_and(|o| meta::uid(&o) == uid)
     }
 }
 

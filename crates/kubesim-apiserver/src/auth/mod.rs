@@ -12,7 +12,6 @@ pub mod authn;
 mod current;
 pub mod impersonate;
 pub mod rbac;
-pub(crate) mod token_cache;
 
 use std::collections::BTreeMap;
 

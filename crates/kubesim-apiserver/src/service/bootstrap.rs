@@ -91,7 +91,6 @@ impl Server {
     /// Signs and checks tokens with a secret kept from an earlier start.
     pub fn set_token_signing_secret(&self, secret: &[u8]) {
         *self.tokens.write() = jwt::Signer::from_secret(secret);
-        self.tokens_checked.clear();
     }
 }
 

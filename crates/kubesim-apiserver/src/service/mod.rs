@@ -75,8 +75,6 @@ pub struct Server {
     announced: create_ahead::Announced,
     /// RBAC's view of the roles and bindings (see `auth::rbac`).
     pub(crate) rbac: crate::auth::rbac::Authorizer,
-    /// Service account tokens already checked (see `auth::token_cache`).
-    pub(crate) tokens_checked: crate::auth::token_cache::TokenCache,
 }
 
 impl Server {
@@ -95,7 +93,6 @@ impl Server {
             predecode: std::sync::OnceLock::new(),
             announced: create_ahead::Announced::default(),
             rbac: Default::default(),
-            tokens_checked: Default::default(),
         });
         s.load_custom_resources();
         s
