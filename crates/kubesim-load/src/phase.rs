@@ -89,7 +89,10 @@ impl PhaseCtx {
     }
 
     async fn kinds(&self, o: &ObjectSpec) -> Result<Vec<Kind>, String> {
-        let path = self.dir.join(&o.object_template_path);
+        // As Go's path.Join, a leading slash does not make the path absolute.
+        let path = self
+            .dir
+            .join(o.object_template_path.trim_start_matches('/'));
         let mut out = Vec::new();
         for (api_version, kind) in objects::template_kinds(&path)? {
             let (resource, namespaced) = self
@@ -274,7 +277,10 @@ impl PhaseCtx {
     ) -> Result<(), String> {
         let name = format!("{}-{index}", o.basename);
         let mapping = crate::config::object_mapping(&self.mapping, o, index, ns);
-        let path = self.dir.join(&o.object_template_path);
+        // As Go's path.Join, a leading slash does not make the path absolute.
+        let path = self
+            .dir
+            .join(o.object_template_path.trim_start_matches('/'));
         let objs = objects::render_objects(&self.renderer, &path, mapping)?;
         let api = self.cluster.api();
         for (mut obj, k) in objs.into_iter().zip(kinds) {

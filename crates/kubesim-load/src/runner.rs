@@ -304,6 +304,16 @@ async fn run_measurements(
         };
         match res {
             Ok(summaries) => report.summaries.extend(summaries),
+            Err(e) if e.kind == ErrorKind::Skipped => {
+                tracing::info!("{} {}: skipped: {}", m.method, id, e.message);
+                out.skipped = Some(e.message.clone());
+                report.summaries.extend(e.summaries);
+            }
+            Err(e) if e.kind == ErrorKind::Partial => {
+                tracing::info!("{} {}: {}", m.method, id, e.message);
+                out.note = Some(e.message.clone());
+                report.summaries.extend(e.summaries);
+            }
             Err(e) => {
                 critical |= e.kind == ErrorKind::Critical;
                 out.violation = e.kind == ErrorKind::Violation;
