@@ -184,6 +184,10 @@ fn registry() -> BTreeMap<&'static str, Factory> {
         "TestMetrics",
         f(|| Box::<test_metrics::TestMetrics>::default()),
     );
+    m.insert(
+        "NetworkProgrammingLatency",
+        f(|| Box::<network_programming::NetworkProgrammingLatency>::default()),
+    );
     m.insert("SLOMeasurement", f(|| Box::new(slo::SloMeasurement)));
     for (method, _) in skipped::NOT_APPLICABLE_METHODS {
         m.insert(
@@ -261,6 +265,7 @@ pub mod job_lifecycle;
 pub mod jobs;
 pub mod latency;
 pub mod metrics_for_e2e;
+pub mod network_programming;
 pub mod pod_startup;
 pub mod prometheus;
 pub mod resource_usage;

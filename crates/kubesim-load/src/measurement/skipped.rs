@@ -52,10 +52,6 @@ pub const NOT_APPLICABLE_METHODS: &[(&str, &str)] = &[
         "its prober pods query kube-state-metrics; emulated pods run no containers",
     ),
     (
-        "NetworkProgrammingLatency",
-        "it reads kube-proxy's programming-duration metric; emulated nodes run no kube-proxy",
-    ),
-    (
         "RestartApiserver",
         "it restarts kube-apiserver on the control-plane hosts over SSH; kubesim has none",
     ),

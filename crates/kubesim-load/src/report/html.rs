@@ -531,6 +531,7 @@ pub(crate) mod tests {
                         action: "gather".into(),
                         error: Some("top latency metric: GET nodes 1.2s > 1s".into()),
                         violation: true,
+                        ..Default::default()
                     }],
                     errors: vec![],
                 },

@@ -172,6 +172,7 @@ mod tests {
                             action: "start".into(),
                             error: Some("pod_startup p99 6s > 5s & <more>".into()),
                             violation: true,
+                            ..Default::default()
                         },
                     ],
                     errors: vec![],
@@ -257,5 +258,22 @@ mod tests {
         assert_eq!(escape("l1\nl2\t\r", true), "l1&#xA;l2&#x9;&#xD;");
         assert_eq!(escape("l1\nl2\t", false), "l1\nl2\t");
         assert_eq!(escape("x\u{1}y\u{FFFF}", false), "x\u{FFFD}y\u{FFFD}");
+    }
+
+    #[test]
+    fn skipped_calls_are_junit_skipped_with_their_reason() {
+        let mut r = report();
+        r.steps[0].measurements[0].skipped =
+            Some("not applicable to emulated nodes (no \"probes\")".into());
+        let x = junit_xml(&r);
+        let suite = x.lines().nth(1).unwrap();
+        assert_eq!(attr(suite, "skipped"), "1");
+        // Skipping is no failure: the count is the one of the same report
+        // without it.
+        assert_eq!(attr(suite, "failures"), "3");
+        assert!(x.contains(
+            "<skipped message=\"not applicable to emulated nodes (no &#34;probes&#34;)\"></skipped>"
+        ));
+        assert!(!junit_xml(&report()).contains("skipped"));
     }
 }

@@ -124,16 +124,22 @@ async fn load(args: LoadArgs) -> anyhow::Result<()> {
     let r = &outcome.report;
     let failures = r.failures();
     println!(
-        "{}: {} steps in {:.1}s, {} failure(s); report in {}",
+        "{}: {} steps in {:.1}s, {} failure(s), {} measurement call(s) skipped; report in {}",
         r.config_name,
         r.steps.len(),
         r.duration.as_secs_f64(),
         failures,
+        r.skipped(),
         args.report_dir.display()
     );
     for s in &r.steps {
         for e in &s.errors {
             println!("  {}: {e}", s.name);
+        }
+        for m in &s.measurements {
+            if let Some(why) = &m.skipped {
+                println!("  {} {}: skipped: {why}", s.name, m.identifier);
+            }
         }
         for m in s.measurements.iter().filter(|m| m.error.is_some()) {
             println!(
