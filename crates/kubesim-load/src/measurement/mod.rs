@@ -188,6 +188,7 @@ fn registry() -> BTreeMap<&'static str, Factory> {
         "NetworkProgrammingLatency",
         f(|| Box::<network_programming::NetworkProgrammingLatency>::default()),
     );
+    m.insert("Exec", f(|| Box::new(exec::Exec)));
     m.insert("SLOMeasurement", f(|| Box::new(slo::SloMeasurement)));
     for (method, _) in skipped::NOT_APPLICABLE_METHODS {
         m.insert(
@@ -261,6 +262,7 @@ impl Manager {
 }
 
 pub mod api_responsiveness;
+pub mod exec;
 pub mod job_lifecycle;
 pub mod jobs;
 pub mod latency;
