@@ -189,6 +189,10 @@ fn registry() -> BTreeMap<&'static str, Factory> {
         f(|| Box::<network_programming::NetworkProgrammingLatency>::default()),
     );
     m.insert("Exec", f(|| Box::new(exec::Exec)));
+    m.insert(
+        "APIAvailability",
+        f(|| Box::<api_availability::ApiAvailability>::default()),
+    );
     m.insert("SLOMeasurement", f(|| Box::new(slo::SloMeasurement)));
     for (method, _) in skipped::NOT_APPLICABLE_METHODS {
         m.insert(
@@ -261,6 +265,7 @@ impl Manager {
     }
 }
 
+pub mod api_availability;
 pub mod api_responsiveness;
 pub mod exec;
 pub mod job_lifecycle;
