@@ -14,6 +14,9 @@ use kubesim_runtime::remote::RemoteApi;
 use kubesim_runtime::{Api, Clock, ListOptions, ResourceRef};
 use serde_json::Value;
 
+#[path = "load_stages.rs"]
+mod stages;
+
 #[derive(clap::Args, Debug)]
 pub struct LoadArgs {
     /// The test config (a ClusterLoader2 config.yaml, unmodified).
@@ -168,6 +171,8 @@ async fn in_process(
     clock: &Clock,
 ) -> anyhow::Result<(RemoteApi, tokio::task::JoinHandle<()>)> {
     let dir = std::env::temp_dir().join(format!("kubesim-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let stage_file = stages::write(&dir)?;
     let up = super::up::UpArgs {
         listen: "127.0.0.1:0".parse()?,
         data_dir: dir.clone(),
@@ -177,7 +182,7 @@ async fn in_process(
         scheduler_config: None,
         nodes,
         node_template: None,
-        stages: Vec::new(),
+        stages: vec![stage_file],
         terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
         scheduler: super::simulate_serve::SchedulerChoice::Builtin,
         controllers: "*".into(),
