@@ -123,3 +123,67 @@ fn batch_waits_for_every_job_and_reports_job_lifecycle_latency() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn load_runs_to_the_end_with_skipped_probes_and_derived_network_programming() {
+    let dir = scratch("load");
+    // 10 nodes, 300 pods, created and deleted at 50 pods/s instead of 10.
+    let o = load(
+        "load/config.yaml",
+        "10",
+        &dir,
+        &[
+            ("CL2_LOAD_TEST_THROUGHPUT", "50"),
+            ("CL2_DELETE_TEST_THROUGHPUT", "50"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("load: 17 steps in")
+            && stdout.contains(" 0 failure(s), 12 measurement call(s) skipped"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("InClusterNetworkLatency: skipped: not applicable to emulated nodes"),
+        "{stdout}"
+    );
+
+    // Measured: pod startup within its SLO, API calls, network programming.
+    let startup = json_file(&dir, "PodStartupLatency_CreatePhasePodStartupLatency_load_");
+    assert!(
+        metrics(&startup).contains(&"pod_startup".to_string()),
+        "{startup}"
+    );
+    json_file(&dir, "APIResponsivenessPrometheus_load_");
+    json_file(&dir, "APIResponsivenessPrometheus_simple_load_");
+    let np = json_file(&dir, "NetworkProgrammingLatency_load_");
+    assert_eq!(metrics(&np), ["NetworkProgrammingLatency"]);
+    let p50 = np["dataItems"][0]["data"]["Perc50"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 < 30_000.0, "{np}");
+    // TestMetrics' MetricsForE2E is a real scrape of the API server.
+    let e2e = json_file(&dir, "MetricsForE2E_load_");
+    let requests = &e2e["ApiServerMetrics"]["apiserver_request_total"];
+    assert!(requests.as_array().is_some_and(|a| !a.is_empty()), "{e2e}");
+
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"failures="0" errors="0" skipped="12""#),
+        "{junit}"
+    );
+    assert_eq!(
+        junit
+            .matches("<skipped message=\"not applicable to emulated nodes")
+            .count(),
+        2,
+        "{junit}"
+    );
+    assert_eq!(
+        junit
+            .matches("<skipped message=\"needs Prometheus (run with --prometheus)\">")
+            .count(),
+        8,
+        "{junit}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
