@@ -150,10 +150,14 @@ pub async fn execute(
         prefix: prefix.clone(),
         state: Mutex::new(Default::default()),
     });
+    let in_flight = crate::tuning::in_flight_limit();
     let sets: BTreeMap<String, Arc<TuningSet>> = c
         .tuning_sets
         .iter()
-        .map(|t| (t.name.clone(), Arc::new(TuningSet::new(t.load.clone()))))
+        .map(|t| {
+            let set = TuningSet::new(t.load.clone()).sharing(in_flight.clone());
+            (t.name.clone(), Arc::new(set))
+        })
         .collect();
     let manager = Manager::new();
     let ns_names: Vec<String> = (1..=c.namespace.number)
