@@ -180,7 +180,7 @@ fn load_runs_to_the_end_with_skipped_probes_and_derived_network_programming() {
     );
     assert_eq!(
         junit
-            .matches("<skipped message=\"needs Prometheus (run with --prometheus)\">")
+            .matches("<skipped message=\"needs Prometheus, which kubesim load does not run yet\">")
             .count(),
         8,
         "{junit}"

@@ -46,7 +46,7 @@ pub enum ErrorKind {
 /// The reason given for a measurement of something emulated nodes lack.
 pub const NOT_APPLICABLE: &str = "not applicable to emulated nodes";
 /// The reason given for a Prometheus query when no Prometheus was started.
-pub const NEEDS_PROMETHEUS: &str = "needs Prometheus (run with --prometheus)";
+pub const NEEDS_PROMETHEUS: &str = "needs Prometheus, which kubesim load does not run yet";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

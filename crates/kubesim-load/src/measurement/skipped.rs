@@ -5,7 +5,7 @@
 //! Two kinds: probes of what runs inside pods and nodes (network, DNS,
 //! add-ons such as metrics-server or Cilium) have nothing to measure on
 //! emulated nodes, whose pods run no containers; Prometheus queries need a
-//! Prometheus, which a run without `--prometheus` does not have.
+//! Prometheus, which `kubesim load` does not run yet.
 
 use crate::params::Params;
 use crate::report::Summary;
@@ -118,11 +118,11 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn prometheus_queries_say_how_to_get_one() {
+    async fn prometheus_queries_say_what_they_need() {
         let (ctx, _api) = ctx().await;
         let mut m = Skip::needs_prometheus();
         let e = m.execute(&ctx, "x", &Params::new()).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Skipped);
-        assert!(e.message.contains("--prometheus"), "{}", e.message);
+        assert!(e.message.starts_with("needs Prometheus"), "{}", e.message);
     }
 }
