@@ -419,3 +419,47 @@ async fn pod_failure_policy_ignores_then_fails_the_job() {
     );
     assert_eq!(j["status"]["failed"], 1, "only the counted failure");
 }
+
+#[tokio::test(start_paused = true)]
+async fn pods_removed_by_a_lower_parallelism_are_not_failures() {
+    // As upstream's deleteJobPods: the tracking finalizer goes before the
+    // delete, so a scale-down never counts towards backoffLimit.
+    let env = start().await;
+    env.create(
+        &jobs(),
+        NS,
+        job(
+            "shrink",
+            json!({"parallelism": 4, "completions": 8, "backoffLimit": 0}),
+        ),
+    )
+    .await;
+    env.wait_for("four active pods", || async {
+        (active_pods(&env, "shrink-").await.len() == 4).then_some(())
+    })
+    .await;
+    let body = json!({"spec": {"parallelism": 1}}).to_string().into_bytes();
+    env.api
+        .patch(
+            &jobs(),
+            NS,
+            "shrink",
+            kubesim_core::patch::PatchType::Merge,
+            body,
+            None,
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    env.wait_for("one active pod", || async {
+        (active_pods(&env, "shrink-").await.len() == 1).then_some(())
+    })
+    .await;
+    env.reap(NS).await;
+    env.sleep(5).await;
+    let j = env.get(&jobs(), NS, "shrink").await.unwrap();
+    assert_eq!(j["status"]["failed"], 0, "{j}");
+    assert!(condition(&j, "Failed").is_none(), "{j}");
+    assert!(condition(&j, "FailureTarget").is_none(), "{j}");
+    assert_eq!(j["status"]["active"], 1, "{j}");
+}

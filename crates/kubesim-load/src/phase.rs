@@ -22,8 +22,20 @@ use crate::template::Renderer;
 use crate::tuning::{Action, TuningSet};
 use crate::Cluster;
 
-/// Replicas made so far, by (namespace, basename).
-pub type State = BTreeMap<(String, String), i64>;
+/// Replicas made so far, by (namespace, basename, resource). The resource
+/// is part of the key as ClusterLoader2's instance identifier holds the
+/// kind and API group: objects of different kinds may share a basename
+/// (access-tokens names ServiceAccounts and Deployments `account`).
+pub type State = BTreeMap<(String, String, String), i64>;
+
+/// The state key of one bundle object in one namespace.
+fn state_key(ns: &str, o: &ObjectSpec, kinds: &[Kind]) -> (String, String, String) {
+    let resources: Vec<String> = kinds
+        .iter()
+        .map(|k| format!("{}/{}", k.resource.group, k.resource.plural))
+        .collect();
+    (ns.to_string(), o.basename.clone(), resources.join(","))
+}
 
 /// What phases share for the whole test.
 pub struct PhaseCtx {
@@ -89,7 +101,10 @@ impl PhaseCtx {
     }
 
     async fn kinds(&self, o: &ObjectSpec) -> Result<Vec<Kind>, String> {
-        let path = self.dir.join(&o.object_template_path);
+        // As Go's path.Join, a leading slash does not make the path absolute.
+        let path = self
+            .dir
+            .join(o.object_template_path.trim_start_matches('/'));
         let mut out = Vec::new();
         for (api_version, kind) in objects::template_kinds(&path)? {
             let (resource, namespaced) = self
@@ -155,7 +170,7 @@ impl PhaseCtx {
         let mut actions: Vec<Action> = Vec::new();
         let mut updates = Vec::new();
         for ns in self.namespaces(p) {
-            let key = (ns.clone(), first.0.basename.clone());
+            let key = state_key(&ns, &first.0, &first.1);
             let known = self.state.lock().get(&key).copied();
             let current = match known {
                 Some(c) => c,
@@ -164,11 +179,11 @@ impl PhaseCtx {
                     Err(e) => return vec![e],
                 },
             };
-            for (o, _) in &bundle[1..] {
+            for (o, k) in &bundle[1..] {
                 let other = self
                     .state
                     .lock()
-                    .get(&(ns.clone(), o.basename.clone()))
+                    .get(&state_key(&ns, o, k))
                     .copied()
                     .unwrap_or(0);
                 if other != current {
@@ -199,8 +214,8 @@ impl PhaseCtx {
         .await;
         let mut st = self.state.lock();
         for ns in updates {
-            for (o, _) in bundle.iter() {
-                st.insert((ns.clone(), o.basename.clone()), desired);
+            for (o, k) in bundle.iter() {
+                st.insert(state_key(&ns, o, k), desired);
             }
         }
         drop(st);
@@ -274,7 +289,10 @@ impl PhaseCtx {
     ) -> Result<(), String> {
         let name = format!("{}-{index}", o.basename);
         let mapping = crate::config::object_mapping(&self.mapping, o, index, ns);
-        let path = self.dir.join(&o.object_template_path);
+        // As Go's path.Join, a leading slash does not make the path absolute.
+        let path = self
+            .dir
+            .join(o.object_template_path.trim_start_matches('/'));
         let objs = objects::render_objects(&self.renderer, &path, mapping)?;
         let api = self.cluster.api();
         for (mut obj, k) in objs.into_iter().zip(kinds) {

@@ -150,10 +150,14 @@ pub async fn execute(
         prefix: prefix.clone(),
         state: Mutex::new(Default::default()),
     });
+    let in_flight = crate::tuning::in_flight_limit();
     let sets: BTreeMap<String, Arc<TuningSet>> = c
         .tuning_sets
         .iter()
-        .map(|t| (t.name.clone(), Arc::new(TuningSet::new(t.load.clone()))))
+        .map(|t| {
+            let set = TuningSet::new(t.load.clone()).sharing(in_flight.clone());
+            (t.name.clone(), Arc::new(set))
+        })
         .collect();
     let manager = Manager::new();
     let ns_names: Vec<String> = (1..=c.namespace.number)
@@ -304,6 +308,16 @@ async fn run_measurements(
         };
         match res {
             Ok(summaries) => report.summaries.extend(summaries),
+            Err(e) if e.kind == ErrorKind::Skipped => {
+                tracing::info!("{} {}: skipped: {}", m.method, id, e.message);
+                out.skipped = Some(e.message.clone());
+                report.summaries.extend(e.summaries);
+            }
+            Err(e) if e.kind == ErrorKind::Partial => {
+                tracing::info!("{} {}: {}", m.method, id, e.message);
+                out.note = Some(e.message.clone());
+                report.summaries.extend(e.summaries);
+            }
             Err(e) => {
                 critical |= e.kind == ErrorKind::Critical;
                 out.violation = e.kind == ErrorKind::Violation;

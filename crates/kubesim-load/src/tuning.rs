@@ -21,6 +21,22 @@ pub type Action = BoxFuture<'static, ()>;
 pub struct TuningSet {
     load: Load,
     limiter: Option<Arc<TokenBucket>>,
+    /// Bounds the actions running at once (see [`MAX_IN_FLIGHT`]).
+    in_flight: Arc<tokio::sync::Semaphore>,
+}
+
+/// The most actions of a test that run at once, by default. A pace the
+/// cluster cannot follow would otherwise pile up requests without bound,
+/// each holding a connection, until the process runs out of file
+/// descriptors (watch-list's 500 pods/s on a small machine did). 200 is
+/// kube-apiserver's default `--max-mutating-requests-inflight`: a real
+/// server answers more with 429 and client-go retries, so waiting here
+/// changes no outcome a real cluster would give.
+pub const MAX_IN_FLIGHT: usize = 200;
+
+/// One bound shared by every tuning set of a test.
+pub fn in_flight_limit() -> Arc<tokio::sync::Semaphore> {
+    Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT))
 }
 
 impl TuningSet {
@@ -29,7 +45,17 @@ impl TuningSet {
             Load::GlobalQps { qps, burst } => Some(Arc::new(TokenBucket::new(qps, burst))),
             _ => None,
         };
-        TuningSet { load, limiter }
+        TuningSet {
+            load,
+            limiter,
+            in_flight: in_flight_limit(),
+        }
+    }
+
+    /// The same set, sharing `limit` with the test's other sets.
+    pub fn sharing(mut self, limit: Arc<tokio::sync::Semaphore>) -> Self {
+        self.in_flight = limit;
+        self
     }
 
     /// Runs every action, paced, and waits for all of them to finish.
@@ -46,7 +72,12 @@ impl TuningSet {
         let t0 = clock.instant();
         let spawn = |a: Action, tasks: &mut JoinSet<()>| {
             started();
-            tasks.spawn(a);
+            let limit = self.in_flight.clone();
+            tasks.spawn(async move {
+                // Closed never: a failure to acquire runs the action anyway.
+                let _permit = limit.acquire_owned().await.ok();
+                a.await
+            });
         };
         match &self.load {
             Load::Qps { qps } => {

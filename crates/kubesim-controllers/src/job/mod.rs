@@ -421,7 +421,7 @@ impl JobController {
         let mut requeue: Requeue = None;
 
         if finished {
-            self.delete_pods(key, &job, &active).await?;
+            self.delete_pods(key, &job, &active, false).await?;
             if !self.ttl_after_finished {
                 return Ok(None);
             }
@@ -502,7 +502,7 @@ impl JobController {
             Some(kind) => {
                 // Ending: stop what runs, then finish once every pod is gone
                 // and counted.
-                self.delete_pods(key, &job, &active).await?;
+                self.delete_pods(key, &job, &active, false).await?;
                 let counted = uid_list(&status, "succeeded").is_empty()
                     && uid_list(&status, "failed").is_empty();
                 if active.is_empty() && terminating == 0 && counted {
@@ -545,7 +545,7 @@ impl JobController {
                 }
             }
             None if suspend => {
-                self.delete_pods(key, &job, &active).await?;
+                self.delete_pods(key, &job, &active, false).await?;
                 if !conditions::is_true(&status, "Suspended") {
                     conditions::set(
                         &mut status,
@@ -658,7 +658,7 @@ impl JobController {
                 )
             });
             victims.truncate((have - want) as usize);
-            self.delete_pods(key, job, &victims).await?;
+            self.delete_pods(key, job, &victims, true).await?;
         }
         Ok(())
     }
@@ -696,7 +696,7 @@ impl JobController {
                     .copied(),
             );
         }
-        self.delete_pods(key, job, &extra).await?;
+        self.delete_pods(key, job, &extra, true).await?;
         let room = (parallelism - keep).max(0) as usize;
         let pending: Vec<u32> = (0..completions.clamp(0, u32::MAX as i64) as u32)
             .filter(|i| !completed.contains(i) && !by_index.contains_key(i))
@@ -749,14 +749,27 @@ impl JobController {
         }
     }
 
+    /// Deletes `victims`. With `untrack` (pods removed because the Job
+    /// wants fewer, not because it ended), their tracking finalizer goes
+    /// first, as upstream's `deleteJobPods` does: a pod removed by a
+    /// parallelism decrease is not a failure and must not count towards
+    /// `backoffLimit`.
     async fn delete_pods(
         &self,
         key: &ObjectKey,
         job: &Value,
         victims: &[&Arc<Value>],
+        untrack: bool,
     ) -> Result<(), ApiError> {
         for p in victims {
             let name = meta::name(p);
+            if untrack && has_tracking(p) {
+                match self.remove_finalizer(p).await {
+                    Ok(()) => {}
+                    Err(e) if e.code == 404 || e.code == 409 => continue,
+                    Err(e) => return Err(e),
+                }
+            }
             let opts = DeleteOptions {
                 precondition_uid: Some(meta::uid(p).to_string()),
                 status_only: true,

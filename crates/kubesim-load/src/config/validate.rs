@@ -238,7 +238,8 @@ fn phase(
                 ),
             ));
         }
-        let tpl = dir.join(&o.object_template_path);
+        // As Go's path.Join, a leading slash does not make the path absolute.
+        let tpl = dir.join(o.object_template_path.trim_start_matches('/'));
         if o.object_template_path.is_empty() || !tpl.is_file() {
             return Err(here(
                 &with(&o.path, "objectTemplatePath"),

@@ -29,13 +29,24 @@ pub struct Ctx {
 }
 
 /// How a measurement call failed; a critical failure stops the test, a
-/// violation is an SLO missed (the measurement itself worked).
+/// violation is an SLO missed (the measurement itself worked). `Skipped`
+/// is no failure: the call measured nothing because its subject does not
+/// exist here (a probe on an emulated node, a query without Prometheus),
+/// and says so instead of inventing a number. `Partial` is no failure
+/// either: a bundle measured some parts and names the parts it skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorKind {
     Failed,
     Violation,
     Critical,
+    Skipped,
+    Partial,
 }
+
+/// The reason given for a measurement of something emulated nodes lack.
+pub const NOT_APPLICABLE: &str = "not applicable to emulated nodes";
+/// The reason given for a Prometheus query when no Prometheus was started.
+pub const NEEDS_PROMETHEUS: &str = "needs Prometheus, which kubesim load does not run yet";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -65,6 +76,24 @@ impl MeasurementError {
     /// An `action` the method does not know.
     pub fn unknown_action(method: &str, action: &str) -> Self {
         MeasurementError::failed(format!("{method}: unknown action {action:?}"))
+    }
+    /// Nothing measured, for `reason`; the call passes and is reported as
+    /// skipped.
+    pub fn skipped(reason: impl Into<String>) -> Self {
+        MeasurementError {
+            kind: ErrorKind::Skipped,
+            message: reason.into(),
+            summaries: Vec::new(),
+        }
+    }
+    /// Some parts measured (their `summaries`), the others skipped as
+    /// `note` says; the call passes.
+    pub fn partial(note: impl Into<String>, summaries: Vec<Summary>) -> Self {
+        MeasurementError {
+            kind: ErrorKind::Partial,
+            message: note.into(),
+            summaries,
+        }
     }
     pub fn critical(message: impl Into<String>) -> Self {
         MeasurementError {
@@ -100,34 +129,80 @@ pub trait Measurement: Send {
     ) -> Result<Vec<Summary>, MeasurementError>;
 }
 
-type Factory = fn() -> Box<dyn Measurement>;
+type Factory = Box<dyn Fn() -> Box<dyn Measurement>>;
 
 /// The methods kubesim implements, by ClusterLoader2 name.
 fn registry() -> BTreeMap<&'static str, Factory> {
     let mut m: BTreeMap<&'static str, Factory> = BTreeMap::new();
-    m.insert("Sleep", || Box::new(sleep::Sleep));
-    m.insert("PodStartupLatency", || {
-        Box::<pod_startup::PodStartupLatency>::default()
-    });
-    m.insert("WaitForRunningPods", || {
-        Box::new(wait_pods::WaitForRunningPods)
-    });
-    m.insert("WaitForControlledPodsRunning", || {
-        Box::<wait_controlled::WaitForControlledPodsRunning>::default()
-    });
-    m.insert("WaitForGenericK8sObjects", || {
-        Box::new(wait_generic::WaitForGenericK8sObjects)
-    });
-    m.insert("SchedulingThroughput", || {
-        Box::<scheduling_throughput::SchedulingThroughput>::default()
-    });
-    m.insert("APIResponsivenessPrometheus", || {
-        Box::<api_responsiveness::ApiResponsiveness>::default()
-    });
-    m.insert("ResourceUsageSummary", || {
-        Box::<resource_usage::ResourceUsage>::default()
-    });
-    m.insert("Timer", || Box::<timer::Timer>::default());
+    // Shorthand: methods are registered as plain constructors.
+    fn f(make: impl Fn() -> Box<dyn Measurement> + 'static) -> Factory {
+        Box::new(make)
+    }
+    m.insert("Sleep", f(|| Box::new(sleep::Sleep)));
+    m.insert(
+        "PodStartupLatency",
+        f(|| Box::<pod_startup::PodStartupLatency>::default()),
+    );
+    m.insert(
+        "WaitForRunningPods",
+        f(|| Box::new(wait_pods::WaitForRunningPods)),
+    );
+    m.insert(
+        "WaitForControlledPodsRunning",
+        f(|| Box::<wait_controlled::WaitForControlledPodsRunning>::default()),
+    );
+    m.insert(
+        "WaitForGenericK8sObjects",
+        f(|| Box::new(wait_generic::WaitForGenericK8sObjects)),
+    );
+    m.insert(
+        "SchedulingThroughput",
+        f(|| Box::<scheduling_throughput::SchedulingThroughput>::default()),
+    );
+    m.insert(
+        "APIResponsivenessPrometheus",
+        f(|| Box::<api_responsiveness::ApiResponsiveness>::default()),
+    );
+    m.insert(
+        "ResourceUsageSummary",
+        f(|| Box::<resource_usage::ResourceUsage>::default()),
+    );
+    m.insert("Timer", f(|| Box::<timer::Timer>::default()));
+    m.insert(
+        "WaitForFinishedJobs",
+        f(|| Box::<wait_jobs::WaitForFinishedJobs>::default()),
+    );
+    m.insert(
+        "JobLifecycleLatency",
+        f(|| Box::<job_lifecycle::JobLifecycleLatency>::default()),
+    );
+    m.insert(
+        "WaitForBoundPVCs",
+        f(|| Box::new(wait_pvcs::WaitForBoundPVCs)),
+    );
+    m.insert(
+        "TestMetrics",
+        f(|| Box::<test_metrics::TestMetrics>::default()),
+    );
+    m.insert(
+        "NetworkProgrammingLatency",
+        f(|| Box::<network_programming::NetworkProgrammingLatency>::default()),
+    );
+    m.insert("Exec", f(|| Box::new(exec::Exec)));
+    m.insert(
+        "APIAvailability",
+        f(|| Box::<api_availability::ApiAvailability>::default()),
+    );
+    m.insert("SLOMeasurement", f(|| Box::new(slo::SloMeasurement)));
+    for (method, _) in skipped::NOT_APPLICABLE_METHODS {
+        m.insert(
+            method,
+            f(move || Box::new(skipped::Skip::not_applicable(method))),
+        );
+    }
+    for method in skipped::PROMETHEUS_METHODS {
+        m.insert(method, f(|| Box::new(skipped::Skip::needs_prometheus())));
+    }
     m
 }
 
@@ -161,7 +236,8 @@ impl Manager {
         if let Some(i) = all.get(&key) {
             return Ok(i.clone());
         }
-        let make = registry().get(method).copied().ok_or_else(|| {
+        let registry = registry();
+        let make = registry.get(method).ok_or_else(|| {
             MeasurementError::failed(format!(
                 "measurement method {method:?} is not implemented by kubesim"
             ))
@@ -189,16 +265,27 @@ impl Manager {
     }
 }
 
+pub mod api_availability;
 pub mod api_responsiveness;
+pub mod exec;
+pub mod job_lifecycle;
+pub mod jobs;
 pub mod latency;
+pub mod metrics_for_e2e;
+pub mod network_programming;
 pub mod pod_startup;
 pub mod prometheus;
 pub mod resource_usage;
 pub mod scheduling_throughput;
+pub mod skipped;
 pub mod sleep;
+pub mod slo;
+pub mod test_metrics;
 #[cfg(test)]
 mod test_support;
 pub mod timer;
 pub mod wait_controlled;
 pub mod wait_generic;
+pub mod wait_jobs;
 pub mod wait_pods;
+pub mod wait_pvcs;

@@ -144,3 +144,66 @@ async fn create_patch_and_delete_reconcile_every_namespace() {
     assert_eq!(values(&api, "q-1").await, ["cm-0=old", "cm-1=c-1"]);
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[tokio::test(start_paused = true)]
+async fn one_basename_for_two_kinds_counts_each_kind_apart() {
+    // access-tokens names both ServiceAccounts and Deployments `account`:
+    // the Secrets made second must be created, not patched as if the
+    // ConfigMaps of the same basename were theirs.
+    let (c, clock) = cluster().await;
+    let api = crate::Cluster::api(&*c);
+    for ns in ["p-1", "p-2"] {
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        api.create(
+            &ResourceRef::core("namespaces"),
+            "",
+            obj,
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let d = std::env::temp_dir().join(format!("kubesim-load-kinds-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("cm.yaml"), CM).unwrap();
+    std::fs::write(
+        d.join("secret.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{.Name}}\n",
+    )
+    .unwrap();
+    let ctx = Arc::new(PhaseCtx {
+        cluster: c.clone(),
+        clock,
+        rng: Rng::seeded(1),
+        renderer: Arc::new(Renderer::new(Rng::seeded(1), &d)),
+        mapping: Map::new(),
+        dir: d.clone(),
+        prefix: "p".into(),
+        state: Mutex::new(Default::default()),
+    });
+    let set = TuningSet::new(Load::Qps { qps: 100.0 });
+    let none = |_: usize, _: usize| {};
+    assert!(ctx.run(&phase(2, "a", None), &set, &none).await.is_empty());
+    let mut secrets = phase(2, "a", None);
+    secrets.object_bundle[0].object_template_path = "secret.yaml".into();
+    let errors = ctx.run(&secrets, &set, &none).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    let list = api
+        .list(
+            &ResourceRef::core("secrets"),
+            "p-2",
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap();
+    let mut names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["metadata"]["name"].as_str())
+        .filter(|n| n.starts_with("cm-"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["cm-0", "cm-1"]);
+    std::fs::remove_dir_all(&d).ok();
+}

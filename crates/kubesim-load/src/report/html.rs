@@ -62,10 +62,11 @@ pub fn summary_html(r: &TestReport) -> String {
     }
     let _ = writeln!(
         o,
-        " · took {} · {} steps · {} summaries</p>",
+        " · took {} · {} steps · {} summaries · {} measurement call(s) skipped</p>",
         human(r.duration),
         r.steps.len(),
-        r.summaries.len()
+        r.summaries.len(),
+        r.skipped()
     );
     if !r.errors.is_empty() {
         o.push_str("<h2>Test errors</h2><ul>");
@@ -102,9 +103,13 @@ fn steps(o: &mut String, steps: &[StepReport]) {
         if !s.measurements.is_empty() {
             o.push_str("<ul class=\"calls\">");
             for m in &s.measurements {
-                let outcome = match &m.error {
-                    None => "<span class=\"ok\">ok</span>".to_string(),
-                    Some(e) => format!(
+                let outcome = match (&m.error, &m.skipped, &m.note) {
+                    (None, Some(why), _) => format!("<span>skipped: {}</span>", esc(why)),
+                    (None, None, Some(note)) => {
+                        format!("<span class=\"ok\">ok</span> ({})", esc(note))
+                    }
+                    (None, None, None) => "<span class=\"ok\">ok</span>".to_string(),
+                    (Some(e), _, _) => format!(
                         "<span class=\"no\">{}</span><pre>{}</pre>",
                         if m.violation {
                             "SLO violated"
@@ -526,6 +531,7 @@ pub(crate) mod tests {
                         action: "gather".into(),
                         error: Some("top latency metric: GET nodes 1.2s > 1s".into()),
                         violation: true,
+                        ..Default::default()
                     }],
                     errors: vec![],
                 },

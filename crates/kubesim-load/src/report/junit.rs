@@ -13,6 +13,8 @@ struct Case {
     name: String,
     seconds: f64,
     failure: Option<String>,
+    /// A measurement call that measured nothing, and why.
+    skipped: Option<String>,
 }
 
 fn cases(r: &TestReport) -> Vec<Case> {
@@ -27,6 +29,7 @@ fn cases(r: &TestReport) -> Vec<Case> {
         name: format!("{test} overall ({})", r.config_path),
         seconds: r.duration.as_secs_f64(),
         failure: failure(&all_errors),
+        skipped: None,
     }];
     out.extend(steps);
     out
@@ -48,6 +51,7 @@ fn step_cases(test: &str, s: &StepReport) -> Vec<Case> {
             name: format!("{test}: {}", s.name),
             seconds,
             failure: failure(&s.errors),
+            skipped: None,
         }];
     }
     s.measurements
@@ -57,6 +61,7 @@ fn step_cases(test: &str, s: &StepReport) -> Vec<Case> {
             name: format!("{test}: {} [{i:02}] - {}", s.name, m.identifier),
             seconds,
             failure: m.error.clone(),
+            skipped: m.skipped.clone(),
         })
         .collect()
 }
@@ -72,12 +77,20 @@ fn failure(errors: &[String]) -> Option<String> {
 pub fn junit_xml(r: &TestReport) -> String {
     let cases = cases(r);
     let failures = cases.iter().filter(|c| c.failure.is_some()).count();
+    let skipped = cases.iter().filter(|c| c.skipped.is_some()).count();
+    // Only a run with skipped calls says so, keeping the others in
+    // ClusterLoader2's exact shape.
+    let skipped_attr = if skipped > 0 {
+        format!(" skipped=\"{skipped}\"")
+    } else {
+        String::new()
+    };
     // The suite time is truncated to the millisecond, as the reporter does.
     let suite_time = (r.duration.as_secs_f64() * 1000.0).trunc() / 1000.0;
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "  <testsuite name=\"{SUITE}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"{suite_time}\">",
+        "  <testsuite name=\"{SUITE}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\"{skipped_attr} time=\"{suite_time}\">",
         cases.len()
     );
     for c in &cases {
@@ -87,6 +100,13 @@ pub fn junit_xml(r: &TestReport) -> String {
             escape(&c.name, true),
             c.seconds
         );
+        if let Some(why) = &c.skipped {
+            let _ = write!(
+                out,
+                "\n          <skipped message=\"{}\"></skipped>\n      ",
+                escape(why, true)
+            );
+        }
         if let Some(f) = &c.failure {
             let _ = write!(
                 out,
@@ -152,6 +172,7 @@ mod tests {
                             action: "start".into(),
                             error: Some("pod_startup p99 6s > 5s & <more>".into()),
                             violation: true,
+                            ..Default::default()
                         },
                     ],
                     errors: vec![],
@@ -237,5 +258,22 @@ mod tests {
         assert_eq!(escape("l1\nl2\t\r", true), "l1&#xA;l2&#x9;&#xD;");
         assert_eq!(escape("l1\nl2\t", false), "l1\nl2\t");
         assert_eq!(escape("x\u{1}y\u{FFFF}", false), "x\u{FFFD}y\u{FFFD}");
+    }
+
+    #[test]
+    fn skipped_calls_are_junit_skipped_with_their_reason() {
+        let mut r = report();
+        r.steps[0].measurements[0].skipped =
+            Some("not applicable to emulated nodes (no \"probes\")".into());
+        let x = junit_xml(&r);
+        let suite = x.lines().nth(1).unwrap();
+        assert_eq!(attr(suite, "skipped"), "1");
+        // Skipping is no failure: the count is the one of the same report
+        // without it.
+        assert_eq!(attr(suite, "failures"), "3");
+        assert!(x.contains(
+            "<skipped message=\"not applicable to emulated nodes (no &#34;probes&#34;)\"></skipped>"
+        ));
+        assert!(!junit_xml(&report()).contains("skipped"));
     }
 }

@@ -86,9 +86,23 @@ pub struct MeasurementOutcome {
     pub error: Option<String>,
     /// The error is an SLO violation rather than a failure to measure.
     pub violation: bool,
+    /// Why the call measured nothing (e.g. "not applicable to emulated
+    /// nodes"); a skipped call is no failure.
+    pub skipped: Option<String>,
+    /// What a call that passed left out (a bundle's skipped parts).
+    pub note: Option<String>,
 }
 
 impl TestReport {
+    /// Measurement calls reported as skipped.
+    pub fn skipped(&self) -> usize {
+        self.steps
+            .iter()
+            .flat_map(|s| &s.measurements)
+            .filter(|m| m.skipped.is_some())
+            .count()
+    }
+
     pub fn failures(&self) -> usize {
         self.errors.len()
             + self

@@ -143,3 +143,16 @@ async fn global_qps_load_is_shared_by_concurrent_phases() {
     assert_eq!(s.len(), 10);
     assert_eq!(*s.last().unwrap(), 900);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_pace_the_cluster_cannot_follow_is_bounded_in_flight() {
+    // 1000 actions/s of 10 s each would have 10,000 running at once;
+    // at most MAX_IN_FLIGHT run, the others start as earlier ones end.
+    let n = MAX_IN_FLIGHT + 50;
+    let (s, total) = starts(Load::Qps { qps: 1000.0 }, n, Duration::from_secs(10)).await;
+    assert_eq!(s.len(), n);
+    assert_eq!(s[MAX_IN_FLIGHT - 1], (MAX_IN_FLIGHT as u64 - 1));
+    // The first one over the bound waits for the first to finish.
+    assert_eq!(s[MAX_IN_FLIGHT], 10_000);
+    assert_eq!(total, 20_049);
+}

@@ -14,6 +14,9 @@ use kubesim_runtime::remote::RemoteApi;
 use kubesim_runtime::{Api, Clock, ListOptions, ResourceRef};
 use serde_json::Value;
 
+#[path = "load_stages.rs"]
+mod stages;
+
 #[derive(clap::Args, Debug)]
 pub struct LoadArgs {
     /// The test config (a ClusterLoader2 config.yaml, unmodified).
@@ -124,16 +127,22 @@ async fn load(args: LoadArgs) -> anyhow::Result<()> {
     let r = &outcome.report;
     let failures = r.failures();
     println!(
-        "{}: {} steps in {:.1}s, {} failure(s); report in {}",
+        "{}: {} steps in {:.1}s, {} failure(s), {} measurement call(s) skipped; report in {}",
         r.config_name,
         r.steps.len(),
         r.duration.as_secs_f64(),
         failures,
+        r.skipped(),
         args.report_dir.display()
     );
     for s in &r.steps {
         for e in &s.errors {
             println!("  {}: {e}", s.name);
+        }
+        for m in &s.measurements {
+            if let Some(why) = &m.skipped {
+                println!("  {} {}: skipped: {why}", s.name, m.identifier);
+            }
         }
         for m in s.measurements.iter().filter(|m| m.error.is_some()) {
             println!(
@@ -162,6 +171,8 @@ async fn in_process(
     clock: &Clock,
 ) -> anyhow::Result<(RemoteApi, tokio::task::JoinHandle<()>)> {
     let dir = std::env::temp_dir().join(format!("kubesim-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let stage_file = stages::write(&dir)?;
     let up = super::up::UpArgs {
         listen: "127.0.0.1:0".parse()?,
         data_dir: dir.clone(),
@@ -171,7 +182,7 @@ async fn in_process(
         scheduler_config: None,
         nodes,
         node_template: None,
-        stages: Vec::new(),
+        stages: vec![stage_file],
         terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
         scheduler: super::simulate_serve::SchedulerChoice::Builtin,
         controllers: "*".into(),

@@ -1,0 +1,115 @@
+//! What the two Job measurements share: the Jobs a config selects, an
+//! informer on them started and synced on the clock, and when a Job counts
+//! as finished.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kubesim_gocompat::duration::format_std;
+use kubesim_runtime::{Informer, ResourceRef};
+use serde_json::Value;
+use tokio::task::JoinSet;
+
+use super::wait_pods::PodSelector;
+use super::{Ctx, MeasurementError};
+
+/// How long `start` waits for the first list, as upstream's
+/// `informerSyncTimeout`.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// ClusterLoader2's default `timeout` of both Job measurements' gather.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Both measurements check their condition once a second, as upstream.
+pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+pub fn jobs() -> ResourceRef {
+    ResourceRef::new("batch", "v1", "jobs")
+}
+
+/// An informer on the selected Jobs, listed before this returns; it runs
+/// as long as the returned set is kept. `handler` sees every change,
+/// starting with the Jobs that already exist.
+pub async fn start_informer(
+    ctx: &Ctx,
+    method: &str,
+    sel: &PodSelector,
+    handler: impl Fn(&kubesim_runtime::Change) + Send + Sync + 'static,
+) -> Result<(Arc<Informer>, JoinSet<()>), MeasurementError> {
+    let informer = Informer::filtered(
+        ctx.cluster.api(),
+        jobs(),
+        &sel.namespace,
+        sel.label_selector.clone(),
+        sel.field_selector.clone(),
+        ctx.clock.clone(),
+    );
+    informer.on_change(handler);
+    let mut tasks = JoinSet::new();
+    tasks.spawn(informer.clone().run());
+    if ctx
+        .clock
+        .timeout(SYNC_TIMEOUT, informer.wait_synced())
+        .await
+        .is_none()
+    {
+        return Err(MeasurementError::failed(format!(
+            "{method}: jobs were not listed within {}",
+            format_std(SYNC_TIMEOUT)
+        )));
+    }
+    Ok((informer, tasks))
+}
+
+/// `Complete` or `Failed` when the Job has that condition with status
+/// True (the Job controller's verdict), else None.
+pub fn finished_condition(job: &Value) -> Option<&str> {
+    job.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .filter(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+        .filter_map(|c| c.get("type").and_then(Value::as_str))
+        .find(|t| *t == "Complete" || *t == "Failed")
+}
+
+/// `namespace/name`, the key upstream's informer uses.
+pub fn key(job: &Value) -> String {
+    format!(
+        "{}/{}",
+        kubesim_core::meta::namespace(job),
+        kubesim_core::meta::name(job)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_true_terminal_conditions_finish_a_job() {
+        let job = |conds: Value| json!({"status": {"conditions": conds}});
+        assert_eq!(finished_condition(&json!({})), None);
+        assert_eq!(
+            finished_condition(&job(json!([{"type": "Complete", "status": "False"}]))),
+            None
+        );
+        assert_eq!(
+            finished_condition(&job(
+                json!([{"type": "SuccessCriteriaMet", "status": "True"}])
+            )),
+            None
+        );
+        assert_eq!(
+            finished_condition(&job(json!([
+                {"type": "FailureTarget", "status": "True"},
+                {"type": "Failed", "status": "True"}
+            ]))),
+            Some("Failed")
+        );
+        assert_eq!(
+            finished_condition(&job(json!([{"type": "Complete", "status": "True"}]))),
+            Some("Complete")
+        );
+    }
+}

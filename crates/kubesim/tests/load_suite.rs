@@ -1,0 +1,189 @@
+//! ClusterLoader2's own test suite (`testdata/clusterloader2/`, unmodified)
+//! run end to end by `kubesim load` at small sizes: the measurements each
+//! config names run or are reported as skipped with their reason, and the
+//! report has ClusterLoader2's files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn testdata(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/clusterloader2")
+        .join(rel)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kubesim-suite-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&d).ok();
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn load(config: &str, nodes: &str, dir: &Path, env: &[(&str, &str)]) -> Output {
+    let config = testdata(config);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kubesim"));
+    c.arg("load")
+        .args(["--config", config.to_str().unwrap()])
+        .args(["--nodes", nodes])
+        .args(["--report-dir", dir.to_str().unwrap()]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run kubesim load")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        // The end of the log is where a failure shows.
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+/// The one report file whose name starts with `prefix`, as JSON.
+fn json_file(dir: &Path, prefix: &str) -> Value {
+    let f: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .collect();
+    assert_eq!(f.len(), 1, "one {prefix}* file in {}: {f:?}", dir.display());
+    serde_json::from_str(&std::fs::read_to_string(&f[0]).unwrap()).unwrap()
+}
+
+/// The PerfData items of a summary by their `Metric` label.
+fn metrics(v: &Value) -> Vec<String> {
+    let mut m: Vec<String> = v["dataItems"]
+        .as_array()
+        .expect("dataItems")
+        .iter()
+        .map(|i| i["labels"]["Metric"].as_str().unwrap().to_string())
+        .collect();
+    m.sort();
+    m
+}
+
+#[test]
+fn batch_waits_for_every_job_and_reports_job_lifecycle_latency() {
+    let dir = scratch("batch");
+    // Each Job pod runs perf-tests' sleep image for 5 s.
+    let o = load(
+        "batch/config.yaml",
+        "10",
+        &dir,
+        &[("CL2_JOB_RUNNING_TIME", "5s")],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("batch: 3 steps in")
+            && stdout.contains(" 0 failure(s), 0 measurement call(s) skipped"),
+        "{stdout}"
+    );
+    let v = json_file(&dir, "JobLifecycleLatency_JobLifecycleLatency_batch_");
+    assert_eq!(metrics(&v), ["create_to_start", "start_to_complete"]);
+    let data = |metric: &str, p: &str| -> f64 {
+        let items = v["dataItems"].as_array().unwrap();
+        let item = items
+            .iter()
+            .find(|i| i["labels"]["Metric"] == metric)
+            .unwrap();
+        item["data"][p].as_f64().unwrap()
+    };
+    for m in ["create_to_start", "start_to_complete"] {
+        // Job times have one-second precision: whole seconds, ordered.
+        let (p50, p90, p99) = (data(m, "Perc50"), data(m, "Perc90"), data(m, "Perc99"));
+        assert!(p50 <= p90 && p90 <= p99, "{v}");
+        assert_eq!(p99 % 1000.0, 0.0, "{v}");
+    }
+    // The Jobs ran their pods' 5 s (and all 33 Jobs within a few more).
+    assert!(data("start_to_complete", "Perc50") >= 5000.0, "{v}");
+    assert!(data("start_to_complete", "Perc99") <= 15000.0, "{v}");
+    assert!(data("create_to_start", "Perc99") <= 5000.0, "{v}");
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    // Overall, 2 starts, the create phase, 2 gathers.
+    assert_eq!(junit.matches("<testcase").count(), 6, "{junit}");
+    assert!(junit.contains(r#"failures="0""#), "{junit}");
+    assert!(
+        junit.contains("Wait for Indexed jobs to finish [01] - WaitForFinishedJobs"),
+        "{junit}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn load_runs_to_the_end_with_skipped_probes_and_derived_network_programming() {
+    let dir = scratch("load");
+    // 10 nodes, 300 pods, created and deleted at 50 pods/s instead of 10.
+    let o = load(
+        "load/config.yaml",
+        "10",
+        &dir,
+        &[
+            ("CL2_LOAD_TEST_THROUGHPUT", "50"),
+            ("CL2_DELETE_TEST_THROUGHPUT", "50"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("load: 17 steps in")
+            && stdout.contains(" 0 failure(s), 12 measurement call(s) skipped"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("InClusterNetworkLatency: skipped: not applicable to emulated nodes"),
+        "{stdout}"
+    );
+
+    // Measured: pod startup within its SLO, API calls, network programming.
+    let startup = json_file(&dir, "PodStartupLatency_CreatePhasePodStartupLatency_load_");
+    assert!(
+        metrics(&startup).contains(&"pod_startup".to_string()),
+        "{startup}"
+    );
+    json_file(&dir, "APIResponsivenessPrometheus_load_");
+    json_file(&dir, "APIResponsivenessPrometheus_simple_load_");
+    let np = json_file(&dir, "NetworkProgrammingLatency_load_");
+    assert_eq!(metrics(&np), ["NetworkProgrammingLatency"]);
+    let p50 = np["dataItems"][0]["data"]["Perc50"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 < 30_000.0, "{np}");
+    // TestMetrics' MetricsForE2E is a real scrape of the API server.
+    let e2e = json_file(&dir, "MetricsForE2E_load_");
+    let requests = &e2e["ApiServerMetrics"]["apiserver_request_total"];
+    assert!(requests.as_array().is_some_and(|a| !a.is_empty()), "{e2e}");
+
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"failures="0" errors="0" skipped="12""#),
+        "{junit}"
+    );
+    assert_eq!(
+        junit
+            .matches("<skipped message=\"not applicable to emulated nodes")
+            .count(),
+        2,
+        "{junit}"
+    );
+    assert_eq!(
+        junit
+            .matches("<skipped message=\"needs Prometheus, which kubesim load does not run yet\">")
+            .count(),
+        8,
+        "{junit}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
