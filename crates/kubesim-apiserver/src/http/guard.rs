@@ -50,6 +50,9 @@ where
     };
     let resp = match overload::admit(&app, &info, &user).await {
         Ok(slot) => {
+            // The handler authorizes from the same classification.
+            let mut req = req;
+            req.extensions_mut().insert(info);
             let resp = handler(app.clone(), req).await;
             drop(slot);
             resp

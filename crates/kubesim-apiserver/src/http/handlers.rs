@@ -49,16 +49,14 @@ fn authenticate_and_authorize(app: &App, req: &Request) -> Result<RequestAuth, A
 
 /// What `req` asks to do, in RBAC's terms.
 fn request_attributes(req: &Request) -> Attributes {
-    let info = RequestInfo::of(req.method(), req.uri().path(), req.uri().query());
+    // Classified once per request: by the guard in front of the limits
+    // when it ran, else here.
+    let info = match req.extensions().get::<RequestInfo>() {
+        Some(i) => i.clone(),
+        None => RequestInfo::of(req.method(), req.uri().path(), req.uri().query()),
+    };
     let Some(r) = info.resource else {
         return Attributes::non_resource(req.method().as_str(), &info.path);
-    };
-    // A namespace is its own namespace, as upstream's request info says,
-    // so a RoleBinding may grant reading it.
-    let namespace = if r.group.is_empty() && r.resource == "namespaces" && !r.name.is_empty() {
-        r.name.clone()
-    } else {
-        r.namespace
     };
     Attributes {
         verb: info.verb,
@@ -67,7 +65,7 @@ fn request_attributes(req: &Request) -> Attributes {
         version: r.version,
         resource: r.resource,
         subresource: r.subresource,
-        namespace,
+        namespace: r.namespace,
         name: r.name,
         path: String::new(),
     }

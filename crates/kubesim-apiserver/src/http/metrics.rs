@@ -193,29 +193,37 @@ impl Metrics {
             ("readOnly", &self.inflight_read_only),
             ("mutating", &self.inflight_mutating),
         ];
-        out.push_str("# HELP apiserver_current_inflight_requests Requests holding a slot of the in-flight limit of each kind.\n# TYPE apiserver_current_inflight_requests gauge\n");
-        for (kind, c) in kinds {
-            let _ = writeln!(
-                out,
-                "apiserver_current_inflight_requests{{request_kind=\"{kind}\"}} {}",
-                c.current.load(Ordering::Relaxed)
-            );
-        }
-        out.push_str("# HELP apiserver_dropped_requests_total Requests answered 429 by the in-flight limit of each kind.\n# TYPE apiserver_dropped_requests_total counter\n");
-        for (kind, c) in kinds {
-            let _ = writeln!(
-                out,
-                "apiserver_dropped_requests_total{{request_kind=\"{kind}\"}} {}",
-                c.rejected.load(Ordering::Relaxed)
-            );
-        }
-        out.push_str("# HELP apiserver_flowcontrol_rejected_requests_total Requests rejected because their user's queue was full.\n# TYPE apiserver_flowcontrol_rejected_requests_total counter\n");
-        for (kind, c) in kinds {
-            let _ = writeln!(
-                out,
-                "apiserver_flowcontrol_rejected_requests_total{{flow_schema=\"per-user\",priority_level=\"{kind}\",reason=\"queue-full\"}} {}",
-                c.rejected.load(Ordering::Relaxed)
-            );
+        // (name, type, help, labels of a kind, the value of a kind's counters)
+        type Value = fn(&Counters) -> i64;
+        let families: [(&str, &str, &str, &str, Value); 3] = [
+            (
+                "apiserver_current_inflight_requests",
+                "gauge",
+                "Requests holding a slot of the in-flight limit of each kind.",
+                "request_kind=\"{kind}\"",
+                |c| c.current.load(Ordering::Relaxed),
+            ),
+            (
+                "apiserver_dropped_requests_total",
+                "counter",
+                "Requests answered 429 by the in-flight limit of each kind.",
+                "request_kind=\"{kind}\"",
+                |c| c.rejected.load(Ordering::Relaxed) as i64,
+            ),
+            (
+                "apiserver_flowcontrol_rejected_requests_total",
+                "counter",
+                "Requests rejected because their user's queue was full.",
+                "flow_schema=\"per-user\",priority_level=\"{kind}\",reason=\"queue-full\"",
+                |c| c.rejected.load(Ordering::Relaxed) as i64,
+            ),
+        ];
+        for (name, kind_of_metric, help, labels, value) in families {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind_of_metric}");
+            for (kind, c) in kinds {
+                let labels = labels.replace("{kind}", kind);
+                let _ = writeln!(out, "{name}{{{labels}}} {}", value(c));
+            }
         }
     }
 }

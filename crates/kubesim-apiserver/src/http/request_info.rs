@@ -105,13 +105,19 @@ impl RequestInfo {
 }
 
 impl From<route::ResourcePath> for ResourceRef {
+    /// A namespace is its own namespace, as upstream's request info says,
+    /// so a RoleBinding may grant reading it and its audit events name it.
     fn from(p: route::ResourcePath) -> Self {
+        let namespace = match &p.name {
+            Some(n) if p.group.is_empty() && p.plural == "namespaces" => n.clone(),
+            _ => p.namespace,
+        };
         ResourceRef {
             group: p.group,
             version: p.version,
             resource: p.plural,
             subresource: p.subresource.unwrap_or_default(),
-            namespace: p.namespace,
+            namespace,
             name: p.name.unwrap_or_default(),
         }
     }

@@ -5,17 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kubesim_gocompat::duration::format_std;
 use kubesim_runtime::{Informer, ResourceRef};
 use serde_json::Value;
 use tokio::task::JoinSet;
 
 use super::wait_pods::PodSelector;
 use super::{Ctx, MeasurementError};
-
-/// How long `start` waits for the first list, as upstream's
-/// `informerSyncTimeout`.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// ClusterLoader2's default `timeout` of both Job measurements' gather.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -45,19 +40,7 @@ pub async fn start_informer(
         ctx.clock.clone(),
     );
     informer.on_change(handler);
-    let mut tasks = JoinSet::new();
-    tasks.spawn(informer.clone().run());
-    if ctx
-        .clock
-        .timeout(SYNC_TIMEOUT, informer.wait_synced())
-        .await
-        .is_none()
-    {
-        return Err(MeasurementError::failed(format!(
-            "{method}: jobs were not listed within {}",
-            format_std(SYNC_TIMEOUT)
-        )));
-    }
+    let tasks = super::run_synced(ctx, method, "jobs", &informer).await?;
     Ok((informer, tasks))
 }
 

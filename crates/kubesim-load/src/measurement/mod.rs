@@ -289,3 +289,31 @@ pub mod wait_generic;
 pub mod wait_jobs;
 pub mod wait_pods;
 pub mod wait_pvcs;
+
+/// How long a measurement waits for its informer's first list, as
+/// upstream's `informerSyncTimeout`.
+const INFORMER_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Runs `informer` (as long as the returned set is kept) and waits for
+/// its first list; `method` and `what` (e.g. "pods") name the refusal.
+pub(crate) async fn run_synced(
+    ctx: &Ctx,
+    method: &str,
+    what: &str,
+    informer: &std::sync::Arc<kubesim_runtime::Informer>,
+) -> Result<tokio::task::JoinSet<()>, MeasurementError> {
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(informer.clone().run());
+    if ctx
+        .clock
+        .timeout(INFORMER_SYNC_TIMEOUT, informer.wait_synced())
+        .await
+        .is_none()
+    {
+        return Err(MeasurementError::failed(format!(
+            "{method}: {what} were not listed within {}",
+            kubesim_gocompat::duration::format_std(INFORMER_SYNC_TIMEOUT)
+        )));
+    }
+    Ok(tasks)
+}

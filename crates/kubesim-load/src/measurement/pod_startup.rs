@@ -26,12 +26,9 @@ use crate::report::{PerfData, Summary};
 
 use super::latency::LatencyMetric;
 use super::{Ctx, Measurement, MeasurementError};
-use kubesim_gocompat::duration::format_std;
 
 const METHOD: &str = "PodStartupLatency";
 const DEFAULT_THRESHOLD: Duration = Duration::from_secs(5);
-/// How long `start` waits for the first list, as upstream's informer sync.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -137,19 +134,7 @@ impl PodStartupLatency {
         let records: Records = Arc::default();
         let (recs, clock) = (records.clone(), ctx.clock.clone());
         informer.on_change(move |c| record(&recs, &clock, c));
-        let mut tasks = JoinSet::new();
-        tasks.spawn(informer.clone().run());
-        if ctx
-            .clock
-            .timeout(SYNC_TIMEOUT, informer.wait_synced())
-            .await
-            .is_none()
-        {
-            return Err(MeasurementError::failed(format!(
-                "{METHOD}: pods were not listed within {}",
-                format_std(SYNC_TIMEOUT)
-            )));
-        }
+        let tasks = super::run_synced(ctx, METHOD, "pods", &informer).await?;
         self.running = Some(Running {
             records,
             thresholds,

@@ -24,12 +24,9 @@ use crate::report::Summary;
 use super::latency::percentile;
 use super::wait_pods::{node, PodSelector};
 use super::{Ctx, Measurement, MeasurementError};
-use kubesim_gocompat::duration::format_std;
 
 const METHOD: &str = "SchedulingThroughput";
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
-/// How long `start` waits for the first list.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
 struct Running {
     samples: Arc<Mutex<Vec<f64>>>,
@@ -99,19 +96,7 @@ impl SchedulingThroughput {
         informer.on_change(move |c| {
             count.fetch_add(scheduled_delta(c), Ordering::Relaxed);
         });
-        let mut tasks = JoinSet::new();
-        tasks.spawn(informer.clone().run());
-        if ctx
-            .clock
-            .timeout(SYNC_TIMEOUT, informer.wait_synced())
-            .await
-            .is_none()
-        {
-            return Err(MeasurementError::failed(format!(
-                "{METHOD}: pods were not listed within {}",
-                format_std(SYNC_TIMEOUT)
-            )));
-        }
+        let mut tasks = super::run_synced(ctx, METHOD, "pods", &informer).await?;
         let samples = Arc::new(Mutex::new(Vec::new()));
         tasks.spawn(sample(
             ctx.clock.clone(),
