@@ -4,62 +4,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use common::load::{json_file, load, scratch, testdata, text};
+
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
-
-fn testdata(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/clusterloader2")
-        .join(rel)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kubesim-load-e2e-{name}-{}", std::process::id()));
-    std::fs::remove_dir_all(&d).ok();
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn load(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kubesim"));
-    c.arg("load").args(args);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("run kubesim load")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// The report files whose names start with `prefix`.
-fn files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-fn json_file(dir: &Path, prefix: &str) -> Value {
-    let f = files(dir, prefix);
-    assert_eq!(f.len(), 1, "one {prefix}* file in {}: {f:?}", dir.display());
-    serde_json::from_str(&std::fs::read_to_string(&f[0]).unwrap()).unwrap()
-}
 
 /// The PerfData of a PodStartupLatency summary: six transitions, in ms,
 /// and pod_startup within the 5 s SLO.

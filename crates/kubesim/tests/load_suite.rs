@@ -3,65 +3,27 @@
 //! config names run or are reported as skipped with their reason, and the
 //! report has ClusterLoader2's files.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::load::{json_file, scratch, testdata, text};
 
 use serde_json::Value;
 
-fn testdata(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/clusterloader2")
-        .join(rel)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kubesim-suite-{name}-{}", std::process::id()));
-    std::fs::remove_dir_all(&d).ok();
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
+/// `kubesim load` of one suite config at `nodes` nodes, reporting to `dir`.
 fn load(config: &str, nodes: &str, dir: &Path, env: &[(&str, &str)]) -> Output {
     let config = testdata(config);
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kubesim"));
-    c.arg("load")
-        .args(["--config", config.to_str().unwrap()])
-        .args(["--nodes", nodes])
-        .args(["--report-dir", dir.to_str().unwrap()]);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("run kubesim load")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        // The end of the log is where a failure shows.
-        String::from_utf8_lossy(&o.stderr)
-            .lines()
-            .rev()
-            .take(40)
-            .collect::<Vec<_>>()
-            .join("\n")
-    )
-}
-
-/// The one report file whose name starts with `prefix`, as JSON.
-fn json_file(dir: &Path, prefix: &str) -> Value {
-    let f: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix))
-        })
-        .collect();
-    assert_eq!(f.len(), 1, "one {prefix}* file in {}: {f:?}", dir.display());
-    serde_json::from_str(&std::fs::read_to_string(&f[0]).unwrap()).unwrap()
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--nodes",
+        nodes,
+        "--report-dir",
+        dir.to_str().unwrap(),
+    ];
+    common::load::load(&args, env)
 }
 
 /// The PerfData items of a summary by their `Metric` label.

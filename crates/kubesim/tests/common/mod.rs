@@ -6,6 +6,7 @@
 
 pub mod kubectl;
 pub mod kubelet;
+pub mod load;
 pub mod tls;
 
 use std::io::{Read, Write};
