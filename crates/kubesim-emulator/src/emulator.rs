@@ -158,11 +158,14 @@ impl Emulator {
             recorder: recorder.clone(),
             faults: faults.clone(),
             selector: config.selector.clone(),
-            funcs: Arc::new(FuncContext::new(
-                clock.clone(),
-                kubesim_core::meta::format_time(clock.now()),
-                informers.get(&ResourceRef::core("nodes")).cache(),
-            )),
+            funcs: Arc::new(
+                FuncContext::new(
+                    clock.clone(),
+                    kubesim_core::meta::format_time(clock.now()),
+                    informers.get(&ResourceRef::core("nodes")).cache(),
+                )
+                .selecting(config.selector.rule.clone()),
+            ),
             registry: kubesim_core::Registry::new(),
             ahead: config.ahead.clone(),
         });

@@ -18,6 +18,7 @@ mod crd;
 mod emulator;
 pub mod managed;
 pub mod nodes;
+pub mod shard;
 pub mod stage;
 pub mod usage;
 

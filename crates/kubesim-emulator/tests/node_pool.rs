@@ -80,7 +80,7 @@ async fn leases_are_renewed_until_a_node_is_silenced() {
         api.clone(),
         informers.clone(),
         clock.clone(),
-        NodeSelector::Marked,
+        NodeSelector::marked(),
     )
     .with_silenced(Arc::new(move |n| s.lock().iter().any(|x| x == n)));
     let runner = tokio::spawn(async move { tokio::join!(informers.run(), renewer.run()) });

@@ -1,5 +1,5 @@
-//! The kubesim command line: `up`, `simulate`, `load`, `scenario` and
-//! `bench`, wiring the library crates together.
+//! The kubesim command line: `up`, `emulate`, `simulate`, `load`,
+//! `scenario` and `bench`, wiring the library crates together.
 //!
 //! The binary owns argument parsing, the wiring of components, the
 //! allocator and the one-line error at exit. It must never hold behaviour
@@ -46,6 +46,11 @@ enum Command {
     /// Beside a real kube-scheduler and kube-controller-manager:
     /// kubesim up --nodes 100 --scheduler none --controllers none
     Up(cmd::up::UpArgs),
+    /// Act as the kubelets of emulated nodes in any cluster a kubeconfig
+    /// names, alone or as one shard of several.
+    ///
+    /// Example: kubesim emulate --kubeconfig ~/.kube/config --nodes 1000 --shard 0/2
+    Emulate(cmd::emulate::EmulateArgs),
     /// Measure kubesim (the figures in docs/performance.md).
     ///
     /// Example: kubesim bench api --pods 20000 --clients 64
@@ -83,6 +88,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Up(a) => cmd::up::run(a),
+        Command::Emulate(a) => cmd::emulate::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Scenario(a) => cmd::scenario::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),

@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use crate::managed::NodeSelector;
+use crate::shard::Shards;
 
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
 /// Slots per period: renewals land every period/SLOTS at most.
@@ -84,7 +85,9 @@ impl LeaseRenewer {
             let name = meta::name(node).to_string();
             let mut s = s.lock();
             let slot = slot_of(&name);
-            if matches!(c, Change::Deleted(_)) || !selector.manages(node) {
+            // Selected by the rule; which shard owns it is asked at each
+            // renewal, as ownership moves when shards come and go.
+            if matches!(c, Change::Deleted(_)) || !selector.rule.selects(node) {
                 if s.uids.remove(&name).is_some() {
                     if let Some(set) = s.by_slot.get_mut(&slot) {
                         set.remove(&name);
@@ -96,6 +99,11 @@ impl LeaseRenewer {
             }
         });
         nodes.wait_synced().await;
+        if let Some(shards) = self.selector.shards.clone() {
+            let this = self.clone_parts();
+            let s = slots.clone();
+            tokio::spawn(async move { this.renew_on_takeover(shards, s).await });
+        }
         let tick = self.period / SLOTS as u32;
         let start = self.clock.instant();
         let mut round: u64 = 0;
@@ -124,6 +132,48 @@ impl LeaseRenewer {
         }
     }
 
+    /// The same renewer, for a second task.
+    fn clone_parts(&self) -> LeaseRenewer {
+        LeaseRenewer {
+            api: self.api.clone(),
+            informers: self.informers.clone(),
+            clock: self.clock.clone(),
+            selector: self.selector.clone(),
+            period: self.period,
+            lease_seconds: self.lease_seconds,
+            silenced: self.silenced.clone(),
+        }
+    }
+
+    /// Renews at once the leases of nodes this shard has just taken over:
+    /// their last renewal, by the shard that died, may be most of a lease
+    /// ago, and waiting for their slots could let them expire.
+    async fn renew_on_takeover(self, shards: Arc<Shards>, slots: Arc<Mutex<Slots>>) {
+        let mut changes = shards.changes();
+        let mut owned: BTreeSet<String> = BTreeSet::new();
+        loop {
+            let now_owned: BTreeSet<String> = slots
+                .lock()
+                .uids
+                .keys()
+                .filter(|n| shards.owns(n))
+                .cloned()
+                .collect();
+            let gained: Vec<String> = now_owned.difference(&owned).cloned().collect();
+            if !gained.is_empty() {
+                tracing::info!(
+                    nodes = gained.len(),
+                    "renewing the leases of nodes taken over"
+                );
+                self.renew(&slots, gained).await;
+            }
+            owned = now_owned;
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     async fn renew(&self, slots: &Mutex<Slots>, names: Vec<String>) {
         let leases = ResourceRef::new("coordination.k8s.io", "v1", "leases");
         let now = meta::format_micro_time(self.clock.now());
@@ -131,7 +181,7 @@ impl LeaseRenewer {
             let s = slots.lock();
             names
                 .into_iter()
-                .filter(|n| !(self.silenced)(n))
+                .filter(|n| !(self.silenced)(n) && self.selector.owns(n))
                 .filter_map(|n| s.uids.get(&n).map(|u| (n, u.clone())))
                 .collect()
         };

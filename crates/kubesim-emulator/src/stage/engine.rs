@@ -103,6 +103,18 @@ pub async fn run(shared: Arc<Shared>, informers: Arc<Informers>, initial: Vec<Va
         }
     });
     let mut tasks = JoinSet::new();
+    if let Some(shards) = shared.selector.shards.clone() {
+        let l = lifecycles.clone();
+        tasks.spawn(async move {
+            let mut changes = shards.changes();
+            while changes.changed().await.is_ok() {
+                let current: Vec<_> = l.lock().values().cloned().collect();
+                for lc in current {
+                    lc.reconsider();
+                }
+            }
+        });
+    }
     loop {
         let by_kind = compile(&shared, &stage_inf.cache().list());
         let mut current = lifecycles.lock().clone();

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::ippool::IpPools;
-use crate::managed::NodeSelector;
+use crate::managed::NodeRule;
 use crate::nodes::cidr::Net;
 use crate::nodes::fnv1a;
 use kubesim_gocompat::template::Funcs;
@@ -39,14 +39,16 @@ pub struct FuncContext {
     /// its addresses, and parsing the node each time cost more than the
     /// rest of the work.
     facts: Mutex<BTreeMap<String, Arc<NodeFacts>>>,
+    /// Which nodes are emulated (sharding aside).
+    rule: NodeRule,
 }
 
 /// What a node's object says of its addresses and marks, at one
 /// resourceVersion.
 struct NodeFacts {
     resource_version: String,
-    /// Whether it carries an emulated node's mark ([`NodeSelector::Marked`]).
-    marked: bool,
+    /// Whether the emulator's [`NodeRule`] selects it.
+    selected: bool,
     /// Its InternalIPs.
     ips: Vec<String>,
     /// `spec.podCIDRs`, else `spec.podCIDR`.
@@ -54,7 +56,7 @@ struct NodeFacts {
 }
 
 impl NodeFacts {
-    fn of(node: &Value) -> Self {
+    fn of(node: &Value, rule: &NodeRule) -> Self {
         let ips = meta::path(node, "status.addresses")
             .and_then(Value::as_array)
             .into_iter()
@@ -77,7 +79,7 @@ impl NodeFacts {
         }
         NodeFacts {
             resource_version: meta::resource_version(node).to_string(),
-            marked: NodeSelector::Marked.manages(node),
+            selected: rule.selects(node),
             ips,
             pod_cidrs,
         }
@@ -99,7 +101,15 @@ impl FuncContext {
             nodes,
             pools: IpPools::default(),
             facts: Mutex::default(),
+            rule: NodeRule::default(),
         }
+    }
+
+    /// Nodes are emulated when `rule` selects them (marked ones, unless
+    /// told otherwise).
+    pub fn selecting(mut self, rule: NodeRule) -> Self {
+        self.rule = rule;
+        self
     }
 
     /// What the node says, read again only when the node has changed.
@@ -120,14 +130,14 @@ impl FuncContext {
             Some(true) => return known,
             Some(false) => {}
         }
-        let fresh = Arc::new(NodeFacts::of(&*self.nodes.get("", node)?));
+        let fresh = Arc::new(NodeFacts::of(&*self.nodes.get("", node)?, &self.rule));
         self.facts.lock().insert(node.to_string(), fresh.clone());
         Some(fresh)
     }
 
-    /// Whether the node exists and carries an emulated node's mark.
-    pub fn node_marked(&self, node: &str) -> bool {
-        self.facts(node).is_some_and(|f| f.marked)
+    /// Whether the node exists and the emulator's rule selects it.
+    pub fn node_selected(&self, node: &str) -> bool {
+        self.facts(node).is_some_and(|f| f.selected)
     }
 
     /// The InternalIPs a node reports, or one derived from its name.

@@ -340,6 +340,12 @@ impl Lifecycle {
                 }
             },
         };
+        // The node may have moved to another shard since the job was
+        // planned: its kubelet is now elsewhere.
+        if self.kubelet_node(&obj).is_none() {
+            self.finish(&key, &job);
+            return Ok(None);
+        }
         // A change no stage matched left the job in place; it must still
         // fit the object as it is now.
         if meta::resource_version(&obj) != job.rv
@@ -421,6 +427,15 @@ impl Lifecycle {
             .is_some_and(|j| j.rv == job.rv && Arc::ptr_eq(&j.stage, &job.stage))
         {
             pending.remove(key);
+        }
+    }
+
+    /// Plans every object again (jobs already planned for an object's
+    /// current version are kept): after the shards changed, for the nodes
+    /// and pods this emulator has just taken over.
+    pub fn reconsider(&self) {
+        for obj in self.cache.list() {
+            self.plan(&obj, Some(&obj));
         }
     }
 

@@ -297,7 +297,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         clock.clone(),
         rng.clone(),
         kubesim_emulator::EmulatorConfig {
-            selector: kubesim_emulator::managed::NodeSelector::All,
+            selector: kubesim_emulator::managed::NodeSelector::all(),
             stages: Some(stages),
             leases: false,
             usage: false,

@@ -184,6 +184,7 @@ async fn in_process(
         node_template: None,
         stages: vec![stage_file],
         terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
+        emulator: super::up::EmulatorChoice::Builtin,
         scheduler: super::simulate_serve::SchedulerChoice::Builtin,
         controllers: "*".into(),
         authorization_mode: super::up::AuthorizationMode::Rbac,

@@ -162,22 +162,6 @@ fn progress_bar() -> Box<dyn Fn(usize, usize) + Send + Sync> {
     })
 }
 
-fn read_stages(paths: &[PathBuf]) -> anyhow::Result<Option<Vec<serde_json::Value>>> {
-    if paths.is_empty() {
-        return Ok(None);
-    }
-    let mut all = Vec::new();
-    for p in paths {
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-        all.extend(
-            kubesim_emulator::stage::stage_objects_from_yaml(&text)
-                .map_err(|e| anyhow::anyhow!("bad --stages {}: {e}", p.display()))?,
-        );
-    }
-    Ok(Some(all))
-}
-
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let nodes = read_cluster(&args)?;
     let jobs = read_jobs(&args, cluster::common_speed(&nodes))?;
@@ -196,7 +180,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let controllers = kubesim_controllers::Controllers::parse(&args.controllers)
         .map_err(|e| anyhow::anyhow!("bad --controllers: {e}"))?;
     let builtin_scheduler = args.serve.builtin_scheduler();
-    let stages = read_stages(&args.stages)?;
+    let stages = super::emulation::read_stages(&args.stages)?;
     let serve = args.serve.prepare(&args.out)?;
     let setup = Setup {
         nodes,

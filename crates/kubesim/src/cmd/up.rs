@@ -53,6 +53,10 @@ pub struct UpArgs {
     /// them all).
     #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]
     pub terminated_pod_gc_threshold: usize,
+    /// Who acts as the emulated nodes' kubelets: builtin, or none
+    /// (`kubesim emulate` processes joining this cluster).
+    #[arg(long, value_enum, default_value = "builtin")]
+    pub emulator: EmulatorChoice,
     /// Who places the pods: builtin, or none (a real kube-scheduler pointed
     /// at this cluster; `external` is accepted too).
     #[arg(long, value_enum, default_value = "builtin")]
@@ -73,6 +77,15 @@ pub struct UpArgs {
     pub anonymous_auth: bool,
     #[command(flatten)]
     pub protection: super::protection::ProtectionArgs,
+}
+
+/// Who acts as the kubelets of the emulated nodes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmulatorChoice {
+    /// kubesim's emulator, in process.
+    Builtin,
+    /// None in process: `kubesim emulate` joins the cluster.
+    None,
 }
 
 /// kube-apiserver's `--authorization-mode`, of the modes kubesim has.
@@ -261,21 +274,6 @@ pub fn run(args: UpArgs) -> anyhow::Result<()> {
     rt.block_on(serve(args))
 }
 
-/// kwok's Metric endpoints of the emulated nodes (such as
-/// `/metrics/nodes/<node>/metrics/resource`), served beside the API.
-struct KubeletMetrics(Arc<kubesim_emulator::usage::Model>);
-
-impl kubesim_apiserver::http::ExtraRoutes for KubeletMetrics {
-    fn get(&self, path: &str) -> Option<(String, Vec<u8>)> {
-        kubesim_emulator::usage::metric::serve(&self.0, path).map(|text| {
-            (
-                "text/plain; version=0.0.4; charset=utf-8".to_string(),
-                text.into_bytes(),
-            )
-        })
-    }
-}
-
 /// A cluster started in this process, not yet serving.
 pub struct Started {
     pub listener: tokio::net::TcpListener,
@@ -296,19 +294,11 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             .map_err(|e| anyhow::anyhow!("bad --scheduler-config: {e}"))?,
         None => kubesim_scheduler::SchedulerConfig::default(),
     };
-    let template = match &args.node_template {
-        Some(path) => kubesim_emulator::nodes::NodeTemplate::from_file(path)
-            .map_err(|e| anyhow::anyhow!("bad --node-template: {e}"))?,
-        None => Default::default(),
-    };
-    let mut stages = None;
-    for path in &args.stages {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let objs = kubesim_emulator::stage::stage_objects_from_yaml(&text)
-            .map_err(|e| anyhow::anyhow!("bad --stages {}: {e}", path.display()))?;
-        stages.get_or_insert_with(Vec::new).extend(objs);
+    if args.emulator == EmulatorChoice::None && args.nodes > 0 {
+        anyhow::bail!("--nodes needs the built-in emulator: with --emulator none, give --nodes to kubesim emulate");
     }
+    let template = super::emulation::read_template(args.node_template.as_deref())?;
+    let stages = super::emulation::read_stages(&args.stages)?;
     let audit = args.protection.audit.auditor()?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -384,22 +374,28 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             scheduler_config,
         ));
     }
-    // The emulated kubelets of every emulated node; their kwok Metric
-    // endpoints are served by the HTTP server below.
-    let emulator = kubesim_emulator::Emulator::new(
-        in_process("kubesim-emulator"),
-        informers,
-        server.clock.clone(),
-        server.rng.clone(),
-        kubesim_emulator::EmulatorConfig {
-            nodes: args.nodes,
-            template,
-            stages,
-            ..Default::default()
-        },
-    );
-    let kubelet_metrics = Arc::new(KubeletMetrics(emulator.usage()));
-    tokio::spawn(emulator.run());
+    // The emulated kubelets of every emulated node, unless `kubesim
+    // emulate` processes act for them; their kwok Metric endpoints are
+    // served by the HTTP server below.
+    let mut kubelet_metrics: Option<Arc<dyn kubesim_apiserver::http::ExtraRoutes>> = None;
+    if args.emulator == EmulatorChoice::Builtin {
+        let emulator = kubesim_emulator::Emulator::new(
+            in_process("kubesim-emulator"),
+            informers,
+            server.clock.clone(),
+            server.rng.clone(),
+            kubesim_emulator::EmulatorConfig {
+                nodes: args.nodes,
+                template,
+                stages,
+                ..Default::default()
+            },
+        );
+        kubelet_metrics = Some(Arc::new(super::kubelet_metrics::KubeletMetrics(
+            emulator.usage(),
+        )));
+        tokio::spawn(emulator.run());
+    }
     let (url, kc_text) = match &pki {
         Some(p) => {
             let url = format!("https://{addr}");
@@ -426,7 +422,7 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             },
             None => Default::default(),
         },
-        extra: Some(kubelet_metrics),
+        extra: kubelet_metrics,
         audit,
     });
     Ok(Started {

@@ -33,7 +33,7 @@ fn model() -> Arc<Model> {
         Clock::simulated(epoch),
         Rng::seeded(1),
         Arc::new(Faults::default()),
-        NodeSelector::Marked,
+        NodeSelector::marked(),
         pods,
         nodes,
         None,

@@ -1,0 +1,215 @@
+//! `kubesim emulate`: the emulated kubelets alone, against any cluster a
+//! kubeconfig names (a `kubesim up`, kind, k3s, a cloud cluster), as kwok's
+//! controller runs. Several processes split the nodes as shards.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use kubesim_core::selector::LabelSelector;
+use kubesim_emulator::managed::{NodeRule, NodeSelector};
+use kubesim_emulator::shard::{self, ShardLease, Shards};
+use kubesim_runtime::remote::RemoteApi;
+use kubesim_runtime::{Api, Clock, Informers, Rng};
+
+#[derive(clap::Args, Debug)]
+pub struct EmulateArgs {
+    /// The cluster to join (default: $KUBECONFIG, then ~/.kube/config,
+    /// then the in-cluster service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Emulated nodes to create from `--node-template` (those that exist
+    /// are kept; every shard makes sure of the whole pool).
+    #[arg(long, default_value_t = 0)]
+    pub nodes: u64,
+    /// A Node manifest the `--nodes` are stamped from (as for `up`).
+    #[arg(long, value_name = "FILE")]
+    pub node_template: Option<PathBuf>,
+    /// kwok Stage objects (multi-document YAML; repeatable) instead of the
+    /// built-in set; Stages already in the cluster are kept.
+    #[arg(long, value_name = "FILE")]
+    pub stages: Vec<PathBuf>,
+    /// Act as the kubelet of every node (a cluster with no real kubelets).
+    #[arg(long, group = "manage")]
+    pub manage_all_nodes: bool,
+    /// Act for the nodes whose annotations match this selector, such as
+    /// `kwok.x-k8s.io/node=fake`. Without any `--manage-*` flag: nodes
+    /// annotated or labelled `kwok.x-k8s.io/node: fake` or
+    /// `kubesim.io/emulated`.
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        alias = "manage-nodes-with-annotation-selector",
+        group = "manage"
+    )]
+    pub manage_nodes_with_annotation: Option<String>,
+    /// Act for the nodes whose labels match this selector.
+    #[arg(long, value_name = "SELECTOR", group = "manage")]
+    pub manage_nodes_with_label_selector: Option<String>,
+    /// This process is shard I of N: the live shards split the nodes by a
+    /// stable hash of their names, each holding a Lease; when one stops,
+    /// the others take its nodes over. N may change at run time.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Shards of one group share the nodes (several groups need node
+    /// rules that do not overlap).
+    #[arg(long, default_value = "default")]
+    pub shard_group: String,
+    /// The namespace of the shard Leases.
+    #[arg(long, default_value = "kube-system")]
+    pub shard_lease_namespace: String,
+    /// A shard whose Lease was not renewed for this long is taken over (Go
+    /// duration). Renewals come three times a lease.
+    #[arg(long, default_value = "10s")]
+    pub shard_lease_duration: String,
+    /// Serve the nodes' kubelet-style metrics endpoints here
+    /// (`/metrics/nodes/<node>/metrics/resource` and kwok's Metric paths).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Seed of the random generator (stage delays, addresses).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+pub fn run(args: EmulateArgs) -> anyhow::Result<()> {
+    let rule = node_rule(&args)?;
+    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    let lease_duration = kubesim_gocompat::duration::parse_std(&args.shard_lease_duration)
+        .map_err(|e| anyhow!("bad --shard-lease-duration: {e}"))?;
+    if lease_duration < Duration::from_secs(3) {
+        anyhow::bail!("bad --shard-lease-duration: at least 3s");
+    }
+    let template = super::emulation::read_template(args.node_template.as_deref())?;
+    let stages = super::emulation::read_stages(&args.stages)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let remote = RemoteApi::from_kubeconfig(args.kubeconfig.as_deref())
+            .await
+            .map_err(|e| anyhow!("{e}"))?;
+        let api: Arc<dyn Api> = Arc::new(remote);
+        let clock = Clock::wall();
+        let shards = shard.map(|(i, _)| Shards::new(i));
+        let lease = ShardLease {
+            namespace: args.shard_lease_namespace.clone(),
+            group: args.shard_group.clone(),
+            identity: identity(),
+            duration: lease_duration,
+        };
+        if let Some(s) = &shards {
+            tokio::spawn(shard::hold(
+                api.clone(),
+                clock.clone(),
+                s.clone(),
+                lease.clone(),
+            ));
+        }
+        let informers = Informers::new(api.clone(), clock.clone());
+        let emulator = kubesim_emulator::Emulator::new(
+            api.clone(),
+            informers,
+            clock.clone(),
+            Rng::seeded(args.seed),
+            kubesim_emulator::EmulatorConfig {
+                nodes: args.nodes,
+                template,
+                stages,
+                selector: NodeSelector {
+                    rule,
+                    shards: shards.clone(),
+                },
+                ..Default::default()
+            },
+        );
+        if let Some(addr) = args.metrics_listen {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            tokio::spawn(super::kubelet_metrics::serve(listener, emulator.usage()));
+        }
+        tracing::info!(shard = ?args.shard, "emulating kubelets");
+        tokio::select! {
+            _ = emulator.run() => {}
+            _ = shutdown() => {
+                tracing::info!("shutting down");
+                if let Some(s) = &shards {
+                    shard::release(&*api, s, &lease).await;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The `--manage-*` flags as a rule.
+fn node_rule(args: &EmulateArgs) -> anyhow::Result<NodeRule> {
+    let parse = |flag: &str, s: &str| {
+        LabelSelector::parse(s).map_err(|e| anyhow!("bad --{flag}: {}", e.message))
+    };
+    Ok(if args.manage_all_nodes {
+        NodeRule::All
+    } else if let Some(s) = &args.manage_nodes_with_annotation {
+        NodeRule::Annotations(parse("manage-nodes-with-annotation", s)?)
+    } else if let Some(s) = &args.manage_nodes_with_label_selector {
+        NodeRule::Labels(parse("manage-nodes-with-label-selector", s)?)
+    } else {
+        NodeRule::Marked
+    })
+}
+
+/// `I/N` with I < N.
+fn parse_shard(s: &str) -> anyhow::Result<(u32, u32)> {
+    let bad = || anyhow!("bad --shard {s:?}: expected I/N with 0 <= I < N, such as 0/2");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// This process as a shard Lease's holder: host name and process id, as
+/// client-go's leader election names its holders.
+fn identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "kubesim".into());
+    format!("{host}_{}", std::process::id())
+}
+
+/// Completes on SIGINT or SIGTERM (what a StatefulSet's pod receives).
+async fn shutdown() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_specs() {
+        assert_eq!(parse_shard("0/2").unwrap(), (0, 2));
+        assert_eq!(parse_shard("3/4").unwrap(), (3, 4));
+        for bad in ["2/2", "1", "a/2", "1/b", "-1/2", ""] {
+            let e = parse_shard(bad).unwrap_err().to_string();
+            assert!(e.starts_with("bad --shard"), "{bad}: {e}");
+        }
+    }
+}
