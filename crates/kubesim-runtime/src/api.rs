@@ -127,6 +127,14 @@ pub trait Api: Send + Sync {
     fn watches_expire(&self) -> bool {
         true
     }
+    /// Whether an informer's first list asks for `resourceVersion=0`, which
+    /// a kube-apiserver answers from its watch cache instead of a read
+    /// through to etcd, as client-go's reflector does: what a client of a
+    /// shared control plane should do. The in-process server has no such
+    /// difference and keeps paging.
+    fn lists_from_cache(&self) -> bool {
+        false
+    }
     /// Tells the API that the caller is about to write these objects
     /// (namespace and name), in this order, so that it may prepare (the
     /// in-process server of a simulation decodes them ahead on its helper

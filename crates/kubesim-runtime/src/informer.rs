@@ -281,11 +281,20 @@ impl Informer {
 
     /// Lists every page at one snapshot; returns the objects and the
     /// snapshot's resourceVersion.
+    /// Every object and the list's resourceVersion; the `first` list of a
+    /// remote server's informer comes from its watch cache, whole (the
+    /// server ignores a limit there). A relist, after an expired watch,
+    /// reads through, as the cache may be behind what was already seen.
     async fn list_all(
         &self,
+        first: bool,
     ) -> Result<(Vec<(Value, Option<Bytes>)>, String), kubesim_core::ApiError> {
         let mut opts = self.options();
-        opts.limit = Some(PAGE);
+        if first && self.api.lists_from_cache() {
+            opts.resource_version = Some("0".into());
+        } else {
+            opts.limit = Some(PAGE);
+        }
         let mut out = Vec::new();
         loop {
             let (list, bytes) = self
@@ -338,9 +347,13 @@ impl Informer {
     /// resourceVersion; a watch that ends is resumed where it stopped, one
     /// that expired (410) or failed starts over with a list.
     pub async fn run(self: Arc<Self>) {
+        let mut first = true;
         loop {
-            let (objects, mut rv) = match self.list_all().await {
-                Ok(x) => x,
+            let (objects, mut rv) = match self.list_all(first).await {
+                Ok(x) => {
+                    first = false;
+                    x
+                }
                 // A resource no longer served (its CRD went away) is not
                 // worth a warning; it may come back.
                 Err(e) if e.code == 404 => {

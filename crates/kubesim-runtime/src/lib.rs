@@ -14,6 +14,7 @@
 pub mod ahead;
 pub mod api;
 pub mod cache;
+pub mod client_limits;
 pub mod clock;
 pub mod decode;
 pub mod events;

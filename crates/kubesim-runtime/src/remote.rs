@@ -32,6 +32,7 @@ use serde_json::{json, Value};
 use crate::api::{
     Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
 };
+use crate::client_limits::ClientLimits;
 
 /// Characters escaped in a path segment: those that would end or split it.
 const SEGMENT: &AsciiSet = &CONTROLS
@@ -92,6 +93,9 @@ pub struct RemoteApi {
     // wait on each other.
     client: Client,
     discovery: Arc<RwLock<HashMap<String, Arc<Kinds>>>>,
+    /// Pacing and retries; None sends every request at once, and hands
+    /// 429s to the caller.
+    limits: Option<Arc<ClientLimits>>,
 }
 
 impl std::fmt::Debug for RemoteApi {
@@ -137,7 +141,15 @@ impl RemoteApi {
         RemoteApi {
             client,
             discovery: Arc::default(),
+            limits: None,
         }
+    }
+
+    /// Paces requests and retries those the server asks to be sent again
+    /// (429, or 5xx with `Retry-After`), as client-go does.
+    pub fn with_limits(mut self, limits: ClientLimits) -> RemoteApi {
+        self.limits = Some(Arc::new(limits));
+        self
     }
 
     /// The underlying client, for requests this type does not model.
@@ -226,7 +238,40 @@ impl RemoteApi {
         hit.ok_or_else(not_served)
     }
 
+    /// One request, paced and retried as the [`ClientLimits`] say when
+    /// there are any.
     async fn send(
+        &self,
+        method: Method,
+        uri: &str,
+        accept: &'static str,
+        body: Option<(&'static str, Vec<u8>)>,
+        watch: bool,
+    ) -> Result<Response<Body>, ApiError> {
+        let Some(limits) = &self.limits else {
+            return self.send_once(method, uri, accept, body, watch).await;
+        };
+        let mut attempt = 0;
+        loop {
+            if !watch {
+                limits.wait().await;
+            }
+            let result = self
+                .send_once(method.clone(), uri, accept, body.clone(), watch)
+                .await;
+            let Err(e) = &result else {
+                return result;
+            };
+            attempt += 1;
+            let after = e.details.as_ref().and_then(|d| d.retry_after_seconds);
+            match limits.retry_wait(e.code, after, attempt) {
+                Some(wait) => limits.sleep(wait).await,
+                None => return result,
+            }
+        }
+    }
+
+    async fn send_once(
         &self,
         method: Method,
         uri: &str,
@@ -295,6 +340,10 @@ impl RemoteApi {
 
 #[async_trait::async_trait]
 impl Api for RemoteApi {
+    fn lists_from_cache(&self) -> bool {
+        true
+    }
+
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
         let path = object_path(r, ns, name, None)?;
         self.request_json(Method::GET, &path, None).await

@@ -11,6 +11,7 @@ use anyhow::{anyhow, Context};
 use kubesim_core::selector::LabelSelector;
 use kubesim_emulator::managed::{NodeRule, NodeSelector};
 use kubesim_emulator::shard::{self, ShardLease, Shards};
+use kubesim_runtime::client_limits::{ClientLimits, DEFAULT_RETRIES};
 use kubesim_runtime::remote::RemoteApi;
 use kubesim_runtime::{Api, Clock, Informers, Rng};
 
@@ -68,6 +69,15 @@ pub struct EmulateArgs {
     /// (`/metrics/nodes/<node>/metrics/resource` and kwok's Metric paths).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Requests a second to the API server, on average (0: no limit).
+    /// Real kubelets may send 50 each; a shard acting for thousands of
+    /// nodes sends far fewer in all: 10,000 idle nodes need 1,000 lease
+    /// renewals a second.
+    #[arg(long, default_value_t = 1000.0)]
+    pub kube_api_qps: f64,
+    /// Requests sent at once above the average rate.
+    #[arg(long, default_value_t = 2000)]
+    pub kube_api_burst: u32,
     /// Seed of the random generator (stage delays, addresses).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -81,17 +91,26 @@ pub fn run(args: EmulateArgs) -> anyhow::Result<()> {
     if lease_duration < Duration::from_secs(3) {
         anyhow::bail!("bad --shard-lease-duration: at least 3s");
     }
+    if !(args.kube_api_qps >= 0.0 && args.kube_api_qps.is_finite()) {
+        anyhow::bail!("bad --kube-api-qps: a rate of 0 or more");
+    }
     let template = super::emulation::read_template(args.node_template.as_deref())?;
     let stages = super::emulation::read_stages(&args.stages)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        let clock = Clock::wall();
         let remote = RemoteApi::from_kubeconfig(args.kubeconfig.as_deref())
             .await
-            .map_err(|e| anyhow!("{e}"))?;
+            .map_err(|e| anyhow!("{e}"))?
+            .with_limits(ClientLimits::new(
+                clock.clone(),
+                args.kube_api_qps,
+                args.kube_api_burst,
+                DEFAULT_RETRIES,
+            ));
         let api: Arc<dyn Api> = Arc::new(remote);
-        let clock = Clock::wall();
         let shards = shard.map(|(i, _)| Shards::new(i));
         let lease = ShardLease {
             namespace: args.shard_lease_namespace.clone(),
