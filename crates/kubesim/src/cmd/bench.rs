@@ -69,6 +69,11 @@ pub struct BenchArgs {
     /// minute.
     #[arg(long, default_value_t = 0)]
     pub hold: u64,
+    /// `bringup`: run the emulated kubelets as this many `kubesim emulate`
+    /// shards over HTTP (`kubesim up --emulator none`) instead of in the
+    /// server; with `--hold`, measure each shard with its nodes idle.
+    #[arg(long, value_name = "SHARDS", num_args = 0..=1, default_missing_value = "2")]
+    pub attach: Option<u32>,
     /// `api`: give the pods a scheduler name nobody serves, so that no
     /// component writes to them: the API server's own cost per stored
     /// pod. By default the cluster's scheduler (with no nodes to offer)
@@ -109,6 +114,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 pub(crate) struct Child {
     pub(crate) child: std::process::Child,
     dir: std::path::PathBuf,
+}
+
+impl Child {
+    pub(crate) fn new(child: std::process::Child, dir: std::path::PathBuf) -> Child {
+        Child { child, dir }
+    }
+
+    /// The server's data directory (its kubeconfig is there).
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
 }
 
 impl Drop for Child {

@@ -157,12 +157,24 @@ async fn list_rv(port: u16, path: &str) -> anyhow::Result<String> {
 
 async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     let clock = Clock::wall();
-    let (child, port) = start_server(&clock, &[]).await?;
+    let server_args: &[&str] = match args.attach {
+        Some(_) => &["--emulator", "none"],
+        None => &[],
+    };
+    let (child, port) = start_server(&clock, server_args).await?;
     let pid = child.child.id();
+    let shards = match args.attach {
+        Some(n) => super::bench_attach::start_shards(&clock, child.dir(), n.max(1)).await?,
+        None => Vec::new(),
+    };
     let (n_nodes, n_pods) = (args.nodes, args.pods);
     println!(
-        "kubesim bench bringup: {n_nodes} nodes, {n_pods} pods, {} clients",
-        args.clients
+        "kubesim bench bringup: {n_nodes} nodes, {n_pods} pods, {} clients{}",
+        args.clients,
+        match args.attach {
+            Some(n) => format!(", kubelets in {} kubesim emulate shards", n.max(1)),
+            None => String::new(),
+        }
     );
 
     // Nodes Ready.
@@ -177,6 +189,13 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
         "nodes Ready:   {n_nodes:>7} in {nodes_secs:6.2} s ({:.0}/s)",
         n_nodes as f64 / nodes_secs
     );
+
+    if !shards.is_empty() && args.hold > 0 {
+        super::bench_attach::hold(&clock, &shards, n_nodes, args.hold).await;
+    }
+    if n_pods == 0 {
+        return Ok(());
+    }
 
     // Pods Running.
     let rv = list_rv(port, "/api/v1/namespaces/default/pods").await?;
@@ -206,7 +225,7 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
         n_pods as f64 / pods_secs
     );
     let rss_running = rss_kib(pid);
-    if args.hold > 0 {
+    if args.hold > 0 && shards.is_empty() {
         super::bench_hold::settle(&clock, port, std::time::Duration::from_secs(600)).await;
         let label = format!("{n_nodes} nodes heartbeating, {n_pods} pods running");
         super::bench_hold::hold(&clock, pid, port, args.hold, &label).await;

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+mod bench_attach;
 pub mod bench_bringup;
 mod bench_hold;
 pub mod bench_load;
