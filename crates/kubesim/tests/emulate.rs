@@ -10,22 +10,19 @@ mod common;
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::emulate::Emulate;
 use common::kubectl::Cluster;
 use serde_json::{json, Value};
 
 const NODES: usize = 20;
 
-/// One `kubesim emulate --shard I/2` process, killed on drop.
+/// One `kubesim emulate --shard I/2` process with its metrics endpoint.
 struct Shard {
     index: u32,
-    child: Option<Child>,
     port: u16,
-    log: PathBuf,
-    starts: usize,
-    kubeconfig: PathBuf,
+    process: Emulate,
 }
 
 impl Shard {
@@ -35,41 +32,20 @@ impl Shard {
             .local_addr()
             .unwrap()
             .port();
-        let mut s = Shard {
+        let args = [
+            "--nodes".to_string(),
+            NODES.to_string(),
+            "--shard".to_string(),
+            format!("{index}/2"),
+            "--metrics-listen".to_string(),
+            format!("127.0.0.1:{port}"),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let process = Emulate::start(&c.kubeconfig, &args, &c.dir, &format!("shard-{index}"));
+        Shard {
             index,
-            child: None,
             port,
-            log: PathBuf::new(),
-            starts: 0,
-            kubeconfig: c.kubeconfig.clone(),
-        };
-        s.log = c.dir.join("none");
-        s.spawn(&c.dir);
-        s
-    }
-
-    fn spawn(&mut self, dir: &std::path::Path) {
-        self.starts += 1;
-        self.log = dir.join(format!("shard-{}-{}.log", self.index, self.starts));
-        let log = std::fs::File::create(&self.log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_kubesim"))
-            .args(["emulate", "--kubeconfig"])
-            .arg(&self.kubeconfig)
-            .args(["--nodes", &NODES.to_string()])
-            .args(["--shard", &format!("{}/2", self.index)])
-            .args(["--metrics-listen", &format!("127.0.0.1:{}", self.port)])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("run kubesim emulate");
-        self.child = Some(child);
-    }
-
-    fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+            process,
         }
     }
 
@@ -80,12 +56,6 @@ impl Shard {
             common::http_request(self.port, "GET", &path, None),
             Ok((200, _))
         )
-    }
-}
-
-impl Drop for Shard {
-    fn drop(&mut self) {
-        self.kill9();
     }
 }
 
@@ -234,7 +204,7 @@ fn shards_split_take_over_and_give_back_the_nodes() {
 
     // Shard 1 dies: shard 0 takes its nodes over within 30 s, and no
     // node goes NotReady past the node monitor's 40 s grace period.
-    s1.kill9();
+    s1.process.kill9();
     let killed = Instant::now();
     within(
         Duration::from_secs(30),
@@ -266,7 +236,7 @@ fn shards_split_take_over_and_give_back_the_nodes() {
     });
 
     // It returns: its nodes move back, and every lease keeps being renewed.
-    s1.spawn(&c.dir);
+    s1.process.respawn();
     within(
         Duration::from_secs(30),
         "shard 1 to act for its nodes again",

@@ -1,11 +1,13 @@
 //! End-to-end: Apate's example configurations applied unchanged with
 //! kubectl, the scenario started with `kubesim scenario start`, the
-//! emulator's doing seen through kubectl.
+//! emulator's doing seen through kubectl; with the emulator in `kubesim
+//! up`, and as a `kubesim emulate` process over HTTP.
 
 mod common;
 
 use std::process::Command;
 
+use common::emulate::Emulate;
 use common::kubectl::Cluster;
 
 const NODES: &str = "apiVersion: apate.opendc.org/v1
@@ -69,7 +71,17 @@ fn scenario(c: &Cluster, action: &str) -> String {
 
 #[test]
 fn apate_configurations_with_kubectl() {
-    let c = Cluster::start("apate");
+    apate_configurations(&Cluster::start("apate"));
+}
+
+#[test]
+fn apate_configurations_through_emulate() {
+    let c = Cluster::start_with("apate-attached", &["--emulator", "none"]);
+    let _emulate = Emulate::start(&c.kubeconfig, &[], &c.dir, "emulate");
+    apate_configurations(&c);
+}
+
+fn apate_configurations(c: &Cluster) {
     // The kinds are served once the emulator has defined them.
     c.until(&["api-resources", "--api-group=apate.opendc.org"], |o| {
         o.contains("nodeconfigurations") && o.contains("podconfigurations")
@@ -93,16 +105,16 @@ fn apate_configurations_with_kubectl() {
         "nodeconfiguration.apate.opendc.org/workers"
     );
 
-    assert!(scenario(&c, "status").contains("not started"));
+    assert!(scenario(c, "status").contains("not started"));
     c.apply(POD);
     // Scheduled onto an emulated node (the only ones it tolerates).
     c.until(
         &["get", "pod", "nginx", "-o", "jsonpath={.spec.nodeName}"],
         |o| o.starts_with("workers-"),
     );
-    let started = scenario(&c, "start");
+    let started = scenario(c, "start");
     assert!(started.starts_with("scenario started at "), "{started}");
-    assert!(scenario(&c, "status").contains("scenario started at"));
+    assert!(scenario(c, "status").contains("scenario started at"));
     // 5 s into the scenario the configuration fails the pod.
     c.until(
         &["get", "pod", "nginx", "-o", "jsonpath={.status.phase}"],

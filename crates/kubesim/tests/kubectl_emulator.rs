@@ -1,12 +1,14 @@
 //! End-to-end: `kubesim up --nodes N` gives Ready emulated nodes that run
 //! what kubectl asks for, moved along by kwok's default Stages; kwok's
-//! chaos Stage file works unchanged; exec and port-forward say plainly
+//! chaos Stage file works unchanged (in `up`, and through `kubesim
+//! emulate`); exec and port-forward say plainly
 //! that they are not supported.
 
 mod common;
 
 use std::path::PathBuf;
 
+use common::emulate::Emulate;
 use common::kubectl::Cluster;
 
 fn testdata(rel: &str) -> String {
@@ -126,8 +128,18 @@ spec:
 
 #[test]
 fn kwoks_chaos_stages_apply_unchanged() {
-    let c = Cluster::start_with("emulator-chaos", &["--nodes", "1"]);
-    c.wait_for("a Ready node", || ready_nodes(&c) == 1);
+    kwoks_chaos_stage(&Cluster::start_with("emulator-chaos", &["--nodes", "1"]));
+}
+
+#[test]
+fn kwoks_chaos_stages_act_through_emulate() {
+    let c = Cluster::start_with("emulator-chaos-attached", &["--emulator", "none"]);
+    let _emulate = Emulate::start(&c.kubeconfig, &["--nodes", "1"], &c.dir, "emulate");
+    kwoks_chaos_stage(&c);
+}
+
+fn kwoks_chaos_stage(c: &Cluster) {
+    c.wait_for("a Ready node", || ready_nodes(c) == 1);
     c.ok(&[
         "apply",
         "-f",

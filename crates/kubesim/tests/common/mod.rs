@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod emulate;
 pub mod kubectl;
 pub mod kubelet;
 pub mod load;
