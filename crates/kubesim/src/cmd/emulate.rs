@@ -21,17 +21,8 @@ pub struct EmulateArgs {
     /// then the in-cluster service account).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// Emulated nodes to create from `--node-template` (those that exist
-    /// are kept; every shard makes sure of the whole pool).
-    #[arg(long, default_value_t = 0)]
-    pub nodes: u64,
-    /// A Node manifest the `--nodes` are stamped from (as for `up`).
-    #[arg(long, value_name = "FILE")]
-    pub node_template: Option<PathBuf>,
-    /// kwok Stage objects (multi-document YAML; repeatable) instead of the
-    /// built-in set; Stages already in the cluster are kept.
-    #[arg(long, value_name = "FILE")]
-    pub stages: Vec<PathBuf>,
+    #[command(flatten)]
+    pub pool: super::emulation::NodePoolArgs,
     /// Act as the kubelet of every node (a cluster with no real kubelets).
     #[arg(long, group = "manage")]
     pub manage_all_nodes: bool,
@@ -94,8 +85,7 @@ pub fn run(args: EmulateArgs) -> anyhow::Result<()> {
     if !(args.kube_api_qps >= 0.0 && args.kube_api_qps.is_finite()) {
         anyhow::bail!("bad --kube-api-qps: a rate of 0 or more");
     }
-    let template = super::emulation::read_template(args.node_template.as_deref())?;
-    let stages = super::emulation::read_stages(&args.stages)?;
+    let (template, stages) = args.pool.read()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -133,7 +123,7 @@ pub fn run(args: EmulateArgs) -> anyhow::Result<()> {
             clock.clone(),
             Rng::seeded(args.seed),
             kubesim_emulator::EmulatorConfig {
-                nodes: args.nodes,
+                nodes: args.pool.nodes,
                 template,
                 stages,
                 selector: NodeSelector {

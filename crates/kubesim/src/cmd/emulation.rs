@@ -7,8 +7,38 @@ use anyhow::Context;
 use kubesim_emulator::nodes::NodeTemplate;
 use serde_json::Value;
 
+/// The emulated node pool and the Stages that move nodes and pods along.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct NodePoolArgs {
+    /// Emulated nodes to create (those that exist are kept, across
+    /// restarts and between `kubesim emulate` shards).
+    #[arg(long, default_value_t = 0)]
+    pub nodes: u64,
+    /// A Node manifest the `--nodes` are stamped from: capacity, labels,
+    /// taints; `metadata.name` is the name prefix, `spec.podCIDR` the
+    /// network per-node pod CIDRs are cut from, annotation
+    /// `kubesim.io/zones: a,b,c` spreads them over zones.
+    #[arg(long, value_name = "FILE")]
+    pub node_template: Option<PathBuf>,
+    /// kwok Stage objects (multi-document YAML; repeatable) that drive the
+    /// lifecycles of emulated nodes and pods, instead of the built-in set.
+    /// Stages can also be added and edited through the API at run time.
+    #[arg(long, value_name = "FILE")]
+    pub stages: Vec<PathBuf>,
+}
+
+impl NodePoolArgs {
+    /// The node template and the Stages (None: the built-in set).
+    pub fn read(&self) -> anyhow::Result<(NodeTemplate, Option<Vec<Value>>)> {
+        Ok((
+            read_template(self.node_template.as_deref())?,
+            read_stages(&self.stages)?,
+        ))
+    }
+}
+
 /// `--node-template`, or the built-in template.
-pub fn read_template(path: Option<&Path>) -> anyhow::Result<NodeTemplate> {
+fn read_template(path: Option<&Path>) -> anyhow::Result<NodeTemplate> {
     match path {
         Some(p) => {
             NodeTemplate::from_file(p).map_err(|e| anyhow::anyhow!("bad --node-template: {e}"))

@@ -33,21 +33,8 @@ pub struct UpArgs {
     /// the built-in scheduler; without it, upstream's default profile.
     #[arg(long, value_name = "FILE")]
     pub scheduler_config: Option<PathBuf>,
-    /// Emulated nodes to create (kept across restarts; existing ones are
-    /// not recreated).
-    #[arg(long, default_value_t = 0)]
-    pub nodes: u64,
-    /// A Node manifest the `--nodes` are stamped from: capacity, labels,
-    /// taints; `metadata.name` is the name prefix, `spec.podCIDR` the
-    /// network per-node pod CIDRs are cut from, annotation
-    /// `kubesim.io/zones: a,b,c` spreads them over zones.
-    #[arg(long, value_name = "FILE")]
-    pub node_template: Option<PathBuf>,
-    /// kwok Stage objects (multi-document YAML; repeatable) that drive the
-    /// lifecycles of emulated nodes and pods, instead of the built-in set.
-    /// Stages can also be added and edited through the API at run time.
-    #[arg(long, value_name = "FILE")]
-    pub stages: Vec<PathBuf>,
+    #[command(flatten)]
+    pub pool: super::emulation::NodePoolArgs,
     /// Terminated pods kept before the pod garbage collector deletes the
     /// oldest (kube-controller-manager's flag of the same name; 0 keeps
     /// them all).
@@ -294,11 +281,10 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             .map_err(|e| anyhow::anyhow!("bad --scheduler-config: {e}"))?,
         None => kubesim_scheduler::SchedulerConfig::default(),
     };
-    if args.emulator == EmulatorChoice::None && args.nodes > 0 {
+    if args.emulator == EmulatorChoice::None && args.pool.nodes > 0 {
         anyhow::bail!("--nodes needs the built-in emulator: with --emulator none, give --nodes to kubesim emulate");
     }
-    let template = super::emulation::read_template(args.node_template.as_deref())?;
-    let stages = super::emulation::read_stages(&args.stages)?;
+    let (template, stages) = args.pool.read()?;
     let audit = args.protection.audit.auditor()?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -385,7 +371,7 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             server.clock.clone(),
             server.rng.clone(),
             kubesim_emulator::EmulatorConfig {
-                nodes: args.nodes,
+                nodes: args.pool.nodes,
                 template,
                 stages,
                 ..Default::default()
