@@ -74,6 +74,10 @@ pub struct BenchArgs {
     /// server; with `--hold`, measure each shard with its nodes idle.
     #[arg(long, value_name = "SHARDS", num_args = 0..=1, default_missing_value = "2")]
     pub attach: Option<u32>,
+    /// `bringup --attach`: each shard's `--kube-api-qps` (its burst twice
+    /// that; 0 for no limit); by default, `kubesim emulate`'s own.
+    #[arg(long, value_name = "QPS")]
+    pub kube_api_qps: Option<f64>,
     /// `api`: give the pods a scheduler name nobody serves, so that no
     /// component writes to them: the API server's own cost per stored
     /// pod. By default the cluster's scheduler (with no nodes to offer)

@@ -16,13 +16,24 @@ pub(crate) async fn start_shards(
     clock: &Clock,
     dir: &std::path::Path,
     shards: u32,
+    qps: Option<f64>,
 ) -> anyhow::Result<Vec<Child>> {
     let exe = std::env::current_exe()?;
     let kubeconfig = dir.join("kubeconfig");
     let mut out = Vec::new();
+    let limits: Vec<String> = match qps {
+        Some(q) => vec![
+            "--kube-api-qps".into(),
+            q.to_string(),
+            "--kube-api-burst".into(),
+            ((q * 2.0).ceil() as u64).max(1).to_string(),
+        ],
+        None => Vec::new(),
+    };
     for i in 0..shards {
         let child = std::process::Command::new(&exe)
             .arg("emulate")
+            .args(&limits)
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["--shard", &format!("{i}/{shards}")])

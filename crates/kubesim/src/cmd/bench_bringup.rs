@@ -164,7 +164,10 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     let (child, port) = start_server(&clock, server_args).await?;
     let pid = child.child.id();
     let shards = match args.attach {
-        Some(n) => super::bench_attach::start_shards(&clock, child.dir(), n.max(1)).await?,
+        Some(n) => {
+            super::bench_attach::start_shards(&clock, child.dir(), n.max(1), args.kube_api_qps)
+                .await?
+        }
         None => Vec::new(),
     };
     let (n_nodes, n_pods) = (args.nodes, args.pods);
@@ -172,7 +175,14 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
         "kubesim bench bringup: {n_nodes} nodes, {n_pods} pods, {} clients{}",
         args.clients,
         match args.attach {
-            Some(n) => format!(", kubelets in {} kubesim emulate shards", n.max(1)),
+            Some(n) => format!(
+                ", kubelets in {} kubesim emulate shards{}",
+                n.max(1),
+                match args.kube_api_qps {
+                    Some(q) => format!(" at --kube-api-qps {q}"),
+                    None => String::new(),
+                }
+            ),
             None => String::new(),
         }
     );
