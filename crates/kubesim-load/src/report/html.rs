@@ -12,7 +12,7 @@ use super::{StepReport, Summary, TestReport};
 
 /// The official SLOs: pod startup p99 ≤ 5 s; API calls p99 ≤ 1 s on one
 /// object and, as ClusterLoader2 checks them, ≤ 30 s on collections.
-const POD_STARTUP_SLO_MS: f64 = 5000.0;
+pub(crate) const POD_STARTUP_SLO_MS: f64 = 5000.0;
 const SINGLE_RESOURCE_SLO_MS: f64 = 1000.0;
 const MULTIPLE_RESOURCES_SLO_MS: f64 = 30_000.0;
 /// API call types shown beyond those that miss their SLO.
@@ -139,14 +139,32 @@ fn steps(o: &mut String, steps: &[StepReport]) {
 }
 
 /// PerfData items: (label text, labels, Perc50/90/99 in ms).
-struct Item {
-    label: String,
-    labels: serde_json::Map<String, Value>,
-    p: [f64; 3],
+pub(crate) struct Item {
+    pub(crate) label: String,
+    pub(crate) labels: serde_json::Map<String, Value>,
+    pub(crate) p: [f64; 3],
 }
 
 /// The items of a PerfData summary in milliseconds, or None for any other shape.
-fn perf_items(s: &Summary) -> Option<Vec<Item>> {
+/// Whether the items are API call latencies (APIResponsivenessPrometheus
+/// and its simple variant label them by verb and scope).
+pub(crate) fn is_api_calls(items: &[Item]) -> bool {
+    items
+        .iter()
+        .any(|i| i.labels.contains_key("Verb") && i.labels.contains_key("Scope"))
+}
+
+/// The p99 latency SLO of an API call type: 1 s for one object, 30 s for
+/// lists (upstream's SLO for namespace and cluster scope alike).
+pub(crate) fn api_call_slo_ms(i: &Item) -> f64 {
+    if i.labels.get("Scope").and_then(Value::as_str) == Some("resource") {
+        SINGLE_RESOURCE_SLO_MS
+    } else {
+        MULTIPLE_RESOURCES_SLO_MS
+    }
+}
+
+pub(crate) fn perf_items(s: &Summary) -> Option<Vec<Item>> {
     let v: Value = serde_json::from_str(&s.content).ok()?;
     let items = v.get("dataItems")?.as_array()?;
     let mut out = Vec::new();
@@ -207,17 +225,8 @@ fn slos(o: &mut String, r: &TestReport) {
                     POD_STARTUP_SLO_MS,
                 );
             }
-        } else if items
-            .iter()
-            .any(|i| i.labels.contains_key("Verb") && i.labels.contains_key("Scope"))
-        {
-            let slo = |i: &Item| {
-                if i.labels.get("Scope").and_then(Value::as_str) == Some("resource") {
-                    SINGLE_RESOURCE_SLO_MS
-                } else {
-                    MULTIPLE_RESOURCES_SLO_MS
-                }
-            };
+        } else if is_api_calls(&items) {
+            let slo = api_call_slo_ms;
             let mut shown = 0;
             let mut hidden = 0;
             for it in &items {
@@ -457,7 +466,7 @@ fn human(d: Duration) -> String {
     }
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

@@ -115,6 +115,8 @@ impl TestReport {
     }
 }
 
+pub mod find_max;
 pub mod html;
 pub mod junit;
+pub mod margins;
 pub mod write;

@@ -14,6 +14,8 @@ use kubesim_runtime::remote::RemoteApi;
 use kubesim_runtime::{Api, Clock, ListOptions, ResourceRef};
 use serde_json::Value;
 
+#[path = "load_find_max.rs"]
+mod find_max;
 #[path = "load_stages.rs"]
 mod stages;
 
@@ -48,11 +50,25 @@ pub struct LoadArgs {
     /// Check and render the config, print it and stop.
     #[arg(long)]
     pub dry_run: bool,
+    /// Run the test again with growing values of one parameter (such as
+    /// `CL2_LOAD_TEST_THROUGHPUT=10..50`) and report the highest at which
+    /// every SLO holds, each run's report in `<report-dir>/<NAME>=<value>`
+    /// and the SLO margins against the parameter in
+    /// `<report-dir>/summary.html`. STEP defaults to a quarter of the range.
+    #[arg(
+        long,
+        value_name = "NAME=START..END[:STEP]",
+        conflicts_with = "dry_run"
+    )]
+    pub find_max: Option<String>,
 }
 
 const DEFAULT_IN_PROCESS_NODES: u64 = 100;
 
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
+    if let Some(spec) = &args.find_max {
+        return find_max::run(&args, spec);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
