@@ -2,8 +2,8 @@
 //! A `kubesim up` child serves the API (so the two processes' CPU is
 //! counted apart); this process runs a two-phase test (create `--pods`
 //! pods at `--qps`, then delete them at the same rate) through the
-//! runner over HTTP, and reports the rates reached and the runner's CPU
-//! cost per action.
+//! runner over HTTP, and reports the rates reached, the runner's CPU
+//! cost per action and its share of the test's CPU (runner and server).
 
 use std::sync::Arc;
 
@@ -106,6 +106,12 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         runner_cpu * 1e6 / actions as f64,
         actions as f64 / runner_cpu.max(1e-9),
         server_cpu
+    );
+    // The budget: the runner at most 10 % of the test's CPU, the
+    // rest being the cluster's (here the server with its components).
+    println!(
+        "  runner share of the test's CPU: {:.1} %",
+        100.0 * runner_cpu / (runner_cpu + server_cpu).max(1e-9)
     );
     drop(child);
     Ok(())
