@@ -99,11 +99,16 @@ impl LeaseRenewer {
             }
         });
         nodes.wait_synced().await;
-        if let Some(shards) = self.selector.shards.clone() {
-            let this = self.clone_parts();
-            let s = slots.clone();
-            tokio::spawn(async move { this.renew_on_takeover(shards, s).await });
-        }
+        let takeover = async {
+            if let Some(shards) = self.selector.shards.clone() {
+                self.renew_on_takeover(shards, &slots).await
+            }
+        };
+        tokio::join!(takeover, self.renew_by_slot(&slots));
+    }
+
+    /// Renews each slot's nodes at its time in the period, forever.
+    async fn renew_by_slot(&self, slots: &Mutex<Slots>) {
         let tick = self.period / SLOTS as u32;
         let start = self.clock.instant();
         let mut round: u64 = 0;
@@ -127,28 +132,15 @@ impl LeaseRenewer {
             let pos = round % SLOTS;
             round += (slot + SLOTS - pos) % SLOTS;
             self.clock.sleep_until(start + at(tick, round)).await;
-            self.renew(&slots, names).await;
+            self.renew(slots, names).await;
             round += 1;
-        }
-    }
-
-    /// The same renewer, for a second task.
-    fn clone_parts(&self) -> LeaseRenewer {
-        LeaseRenewer {
-            api: self.api.clone(),
-            informers: self.informers.clone(),
-            clock: self.clock.clone(),
-            selector: self.selector.clone(),
-            period: self.period,
-            lease_seconds: self.lease_seconds,
-            silenced: self.silenced.clone(),
         }
     }
 
     /// Renews at once the leases of nodes this shard has just taken over:
     /// their last renewal, by the shard that died, may be most of a lease
     /// ago, and waiting for their slots could let them expire.
-    async fn renew_on_takeover(self, shards: Arc<Shards>, slots: Arc<Mutex<Slots>>) {
+    async fn renew_on_takeover(&self, shards: Arc<Shards>, slots: &Mutex<Slots>) {
         let mut changes = shards.changes();
         let mut owned: BTreeSet<String> = BTreeSet::new();
         loop {
@@ -165,7 +157,7 @@ impl LeaseRenewer {
                     nodes = gained.len(),
                     "renewing the leases of nodes taken over"
                 );
-                self.renew(&slots, gained).await;
+                self.renew(slots, gained).await;
             }
             owned = now_owned;
             if changes.changed().await.is_err() {
