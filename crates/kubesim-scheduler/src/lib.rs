@@ -48,6 +48,7 @@
 pub mod algorithm;
 pub mod cache;
 pub mod config;
+pub mod coscheduling;
 pub mod framework;
 pub mod info;
 pub mod plugins;
