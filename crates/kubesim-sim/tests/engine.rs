@@ -221,3 +221,60 @@ fn controllers_can_be_turned_off_in_a_simulation() {
         );
     }
 }
+
+#[test]
+fn a_gang_starts_only_when_all_its_pods_fit() {
+    // Two 1-cpu nodes; a lone pod holds one for 30 s from t=0. At t=1 a
+    // Job of two 1-cpu pods in a PodGroup of 2 arrives: with Coscheduling
+    // both wait for the lone pod to finish and start together at 30;
+    // without it one starts at once and the other when a node frees.
+    let text = "apiVersion: v1
+kind: Pod
+metadata: {name: blocker, annotations: {kubesim.io/run-duration: 30s}}
+spec: {restartPolicy: Never, containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}
+---
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: pair, namespace: default}
+spec: {minMember: 2}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: gang, annotations: {kubesim.io/arrival: 1s}}
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    metadata:
+      labels: {scheduling.x-k8s.io/pod-group: pair}
+      annotations: {kubesim.io/run-duration: 10s}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]
+";
+    let config = kubesim_scheduler::SchedulerConfig::parse(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- plugins:
+    multiPoint:
+      enabled: [{name: Coscheduling}]
+",
+    )
+    .unwrap();
+    let run_with = |gang: bool| {
+        let mut s = setup(vec![node("n0", "1"), node("n1", "1")]);
+        if gang {
+            s.scheduler = config.clone();
+        }
+        let jobs = kubesim_sim::workload::manifests::read(text, "w0").unwrap();
+        let run = simulate(s, jobs).unwrap();
+        let o = run.outcomes.iter().find(|o| o.job.id == "gang").unwrap();
+        (o.start, o.finish, o.state)
+    };
+    assert_eq!(
+        run_with(true),
+        (Some(30.0), Some(40.0), FinalState::CompletedSuccessfully)
+    );
+    assert_eq!(run_with(false).0, Some(1.0));
+}

@@ -257,6 +257,13 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         },
     ));
     if setup.builtin_scheduler {
+        // PodGroups, for a profile enabling Coscheduling: the kind must be
+        // served before the scheduler's informer lists it.
+        if setup.scheduler.uses_coscheduling() {
+            kubesim_scheduler::coscheduling::crd::ensure(&api("kubesim"))
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
+        }
         tasks.spawn(kubesim_scheduler::run(
             api("default-scheduler"),
             informers.clone(),
