@@ -18,6 +18,7 @@ fn job(id: &str, submit: f64, run: f64, cpu: u64) -> SimJob {
         res: 1,
         walltime: None,
         run_time: run,
+        hosts: 1,
         cpu_millis: cpu,
         memory_bytes: 0,
         scheduler: None,
@@ -277,4 +278,29 @@ profiles:
         (Some(30.0), Some(40.0), FinalState::CompletedSuccessfully)
     );
     assert_eq!(run_with(false).0, Some(1.0));
+}
+
+#[test]
+fn a_job_on_several_hosts_starts_when_all_its_pods_run() {
+    // Three 1-cpu nodes; a lone job holds one for 30 s. A job on three
+    // hosts arriving at t=1 cannot start on the two free ones: all three
+    // of its pods start together at 30, one per node.
+    let mut par = job("par", 1.0, 10.0, 1000);
+    par.res = 3;
+    par.hosts = 3;
+    let run = simulate(
+        setup(vec![node("n0", "1"), node("n1", "1"), node("n2", "1")]),
+        vec![job("lone", 0.0, 30.0, 1000), par],
+    )
+    .unwrap();
+    let o = &run.outcomes[1];
+    assert_eq!(
+        (o.start, o.finish, o.state),
+        (Some(30.0), Some(40.0), FinalState::CompletedSuccessfully)
+    );
+    let mut hosts = o.hosts.clone();
+    hosts.sort_unstable();
+    assert_eq!(hosts, [0, 1, 2]);
+    let csv = kubesim_sim::output::jobs_csv::render(&run);
+    assert!(csv.lines().nth(2).unwrap().contains(",0-2,"), "{csv}");
 }
