@@ -280,15 +280,16 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             controllers: setup.controllers.clone(),
         },
     ));
+    let scheduler = scheduler_for(&setup.scheduler, &jobs);
+    // PodGroups, for a profile enabling Coscheduling or jobs on several
+    // hosts (whose groups an outside scheduler reads too): the kind must
+    // be served before a scheduler lists it and before jobs create groups.
+    if scheduler.uses_coscheduling() {
+        kubesim_scheduler::coscheduling::crd::ensure(&api("kubesim"))
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
+    }
     if setup.builtin_scheduler {
-        let scheduler = scheduler_for(&setup.scheduler, &jobs);
-        // PodGroups, for a profile enabling Coscheduling: the kind must be
-        // served before the scheduler's informer lists it.
-        if scheduler.uses_coscheduling() {
-            kubesim_scheduler::coscheduling::crd::ensure(&api("kubesim"))
-                .await
-                .map_err(|e| anyhow::anyhow!(e))?;
-        }
         tasks.spawn(kubesim_scheduler::run(
             api("default-scheduler"),
             informers.clone(),
