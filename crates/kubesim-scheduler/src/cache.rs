@@ -237,21 +237,7 @@ impl Cache {
     /// Counts `pod` on `node` before the binding is confirmed, so the next
     /// cycles see the space taken.
     pub fn assume(&self, pod: &PodInfo, node: &str) -> Arc<PodInfo> {
-        let info = Arc::new(PodInfo {
-            pod: pod.pod.clone(),
-            key: pod.key.clone(),
-            uid: pod.uid.clone(),
-            labels: pod.labels.clone(),
-            priority: pod.priority,
-            requests: pod.requests.clone(),
-            non_zero_requests: pod.non_zero_requests.clone(),
-            host_ports: pod.host_ports.clone(),
-            node_name: node.to_string(),
-            affinity: pod.affinity,
-            volumes: pod.volumes.clone(),
-            controller: pod.controller.clone(),
-            deleting: pod.deleting,
-        });
+        let info = Arc::new(pod.placed_on(node));
         let mut g = self.inner.lock();
         if let Some(old) = g.pods.remove(&info.key) {
             let uid = old.info.uid.clone();
@@ -279,6 +265,17 @@ impl Cache {
                 g.unplace(&old.node, &uid);
             }
         }
+    }
+
+    /// How many bound or assumed pods of namespace `ns` satisfy `pred`
+    /// (the members of a pod group already placed).
+    pub fn count_placed(&self, ns: &str, pred: impl Fn(&PodInfo) -> bool) -> usize {
+        let g = self.inner.lock();
+        g.pods
+            .range(ObjectKey::new(ns, "")..)
+            .take_while(|(k, _)| k.namespace == ns)
+            .filter(|(_, s)| pred(&s.info))
+            .count()
     }
 
     pub fn is_assumed(&self, key: &ObjectKey) -> bool {

@@ -57,7 +57,18 @@ pub struct PluginSet {
 }
 
 /// The extension points a configuration can set that kubesim honours.
-pub const POINTS: &[&str] = &["preFilter", "filter", "postFilter", "preScore", "score"];
+/// Of `queueSort` and `permit`, which kubesim's framework does not have,
+/// only whether they enable Coscheduling is read (scheduler-plugins'
+/// example configurations enable it there).
+pub const POINTS: &[&str] = &[
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "permit",
+];
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProfileConfig {
@@ -133,6 +144,26 @@ impl ProfileConfig {
     }
 }
 
+impl ProfileConfig {
+    /// Whether `plugin` is enabled at multiPoint or at any point, and not
+    /// disabled at multiPoint.
+    pub fn enables(&self, plugin: &str) -> bool {
+        let named = |set: &PluginSet| set.enabled.iter().any(|(n, _)| n == plugin);
+        let disabled = self.multi_point.disabled.iter().any(|d| d == plugin);
+        !disabled && (named(&self.multi_point) || self.points.values().any(named))
+    }
+}
+
+impl SchedulerConfig {
+    /// Whether a profile enables gang scheduling (the Coscheduling plugin),
+    /// so that the PodGroup kind must be served.
+    pub fn uses_coscheduling(&self) -> bool {
+        self.profiles
+            .iter()
+            .any(|p| p.enables(crate::coscheduling::NAME))
+    }
+}
+
 /// What the scheduler runs with.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SchedulerConfig {
@@ -205,11 +236,9 @@ struct RawPlugins {
     // Points without a counterpart here; accepted and ignored.
     #[allow(dead_code)]
     pre_enqueue: Option<RawSet>,
-    #[allow(dead_code)]
     queue_sort: Option<RawSet>,
     #[allow(dead_code)]
     reserve: Option<RawSet>,
-    #[allow(dead_code)]
     permit: Option<RawSet>,
     #[allow(dead_code)]
     pre_bind: Option<RawSet>,
@@ -341,11 +370,13 @@ impl SchedulerConfig {
                     let f = |s| format!("{at}.plugins.{s}");
                     prof.multi_point = plugin_set(pl.multi_point, &f("multiPoint"))?;
                     for (point, set) in [
+                        ("queueSort", pl.queue_sort),
                         ("preFilter", pl.pre_filter),
                         ("filter", pl.filter),
                         ("postFilter", pl.post_filter),
                         ("preScore", pl.pre_score),
                         ("score", pl.score),
+                        ("permit", pl.permit),
                     ] {
                         let s = plugin_set(set, &f(point))?;
                         if s != PluginSet::default() {
@@ -418,6 +449,25 @@ mod tests {
         assert_eq!(c.profiles[1].percentage_of_nodes_to_score, Some(100));
         let mp = c.profiles[1].multi_point_plugins();
         assert_eq!(mp.len(), 1);
+    }
+
+    #[test]
+    fn coscheduling_is_enabled_where_scheduler_plugins_puts_it() {
+        // (plugins block, enables Coscheduling?)
+        let table = [
+            ("    multiPoint:\n      enabled:\n      - name: Coscheduling\n", true),
+            ("    queueSort:\n      enabled:\n      - name: Coscheduling\n      disabled:\n      - name: '*'\n", true),
+            ("    preFilter:\n      enabled:\n      - name: Coscheduling\n", true),
+            ("    permit:\n      enabled:\n      - name: Coscheduling\n", true),
+            ("    multiPoint:\n      enabled:\n      - name: Coscheduling\n      disabled:\n      - name: Coscheduling\n", false),
+            ("    score:\n      enabled:\n      - name: NodeResourcesFit\n", false),
+        ];
+        for (plugins, want) in table {
+            let text = format!("{HEAD}profiles:\n- plugins:\n{plugins}");
+            let c = SchedulerConfig::parse(&text).unwrap();
+            assert_eq!(c.uses_coscheduling(), want, "{plugins}");
+        }
+        assert!(!SchedulerConfig::default().uses_coscheduling());
     }
 
     #[test]

@@ -253,6 +253,25 @@ impl PodInfo {
         }
     }
 
+    /// The same pod counted on `node` (assumed there before its binding).
+    pub fn placed_on(&self, node: &str) -> PodInfo {
+        PodInfo {
+            pod: self.pod.clone(),
+            key: self.key.clone(),
+            uid: self.uid.clone(),
+            labels: self.labels.clone(),
+            priority: self.priority,
+            requests: self.requests.clone(),
+            non_zero_requests: self.non_zero_requests.clone(),
+            host_ports: self.host_ports.clone(),
+            node_name: node.to_string(),
+            affinity: self.affinity,
+            volumes: self.volumes.clone(),
+            controller: self.controller.clone(),
+            deleting: self.deleting,
+        }
+    }
+
     /// A newer version of the same bound pod. When nothing the derived
     /// fields come from changed (its spec, labels, owners, deletion and
     /// volumes: a kubelet's status write), they are taken from `self`

@@ -12,6 +12,8 @@
 //! - [`config`] and [`profile`]: `KubeSchedulerConfiguration` and the
 //!   plugin lists it yields per `schedulerName`;
 //! - [`algorithm`]: one scheduling attempt on a snapshot;
+//! - [`coscheduling`]: gang scheduling (scheduler-plugins' Coscheduling
+//!   with its PodGroup kind), run by the loop when a profile enables it;
 //! - [`scheduler`]: the process ([`run`]): informers, loop, binding,
 //!   events and the PodScheduled condition.
 //!
@@ -48,6 +50,7 @@
 pub mod algorithm;
 pub mod cache;
 pub mod config;
+pub mod coscheduling;
 pub mod framework;
 pub mod info;
 pub mod plugins;

@@ -27,6 +27,9 @@ pub struct Profile {
     pub pre_score: Vec<Arc<dyn Plugin>>,
     pub score: Vec<(Arc<dyn Plugin>, i64)>,
     pub post_filter: Vec<Arc<dyn PostFilter>>,
+    /// Coscheduling is enabled: pods of a PodGroup are placed together
+    /// (see [`crate::coscheduling`]).
+    pub gang: bool,
 }
 
 #[derive(Clone)]
@@ -161,6 +164,7 @@ impl Profile {
             pre_filter,
             pre_score,
             post_filter,
+            gang: cfg.enables(crate::coscheduling::NAME),
         })
     }
 

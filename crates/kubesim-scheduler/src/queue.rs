@@ -96,6 +96,10 @@ pub struct Queue {
     pub max_backoff: Duration,
     nominated: Arc<Nominated>,
     nominated_of: BTreeMap<ObjectKey, String>,
+    /// Pods by PodGroup, kept only when a profile enables Coscheduling
+    /// ([`track_groups`](Self::track_groups)), so the default profile pays
+    /// nothing for it.
+    groups: Option<BTreeMap<ObjectKey, BTreeSet<ObjectKey>>>,
 }
 
 impl Default for Queue {
@@ -124,6 +128,85 @@ impl Queue {
             max_backoff,
             nominated: Arc::default(),
             nominated_of: BTreeMap::new(),
+            groups: None,
+        }
+    }
+
+    /// Keeps the pods of each PodGroup, for gang scheduling.
+    pub fn track_groups(&mut self) {
+        self.groups.get_or_insert_with(BTreeMap::new);
+    }
+
+    fn index_group(&mut self, info: &PodInfo, add: bool) {
+        let Some(groups) = self.groups.as_mut() else {
+            return;
+        };
+        let Some(gk) = crate::coscheduling::group_key(info) else {
+            return;
+        };
+        if add {
+            groups.entry(gk).or_default().insert(info.key.clone());
+        } else if let Some(m) = groups.get_mut(&gk) {
+            m.remove(&info.key);
+            if m.is_empty() {
+                groups.remove(&gk);
+            }
+        }
+    }
+
+    fn group_members(&self, group: &ObjectKey) -> Vec<ObjectKey> {
+        self.groups
+            .as_ref()
+            .and_then(|g| g.get(group))
+            .map(|m| m.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Pods of `group` in the queue that can be tried (not gated), the
+    /// one being scheduled included.
+    pub fn group_pending(&self, group: &ObjectKey) -> usize {
+        self.group_members(group)
+            .iter()
+            .filter(|k| self.pods.get(*k).is_some_and(|e| e.place != Place::Gated))
+            .count()
+    }
+
+    /// Takes every waiting pod of `group` but `except` out of the queue for
+    /// this cycle, in name order, as [`pop`](Self::pop) would.
+    pub fn take_group(&mut self, group: &ObjectKey, except: &ObjectKey) -> Vec<QueuedPod> {
+        let mut out = Vec::new();
+        for key in self.group_members(group) {
+            let waiting = self.pods.get(&key).is_some_and(|e| {
+                matches!(
+                    e.place,
+                    Place::Active | Place::Backoff | Place::Unschedulable
+                )
+            });
+            if key == *except || !waiting {
+                continue;
+            }
+            self.unlink(&key);
+            let cycle = self.cycle;
+            if let Some(e) = self.pods.get_mut(&key) {
+                e.place = Place::InFlight;
+                e.attempts += 1;
+                out.push(QueuedPod {
+                    info: e.info.clone(),
+                    attempts: e.attempts,
+                    cycle,
+                });
+            }
+        }
+        out
+    }
+
+    /// Retries the unschedulable pods of `group` (its PodGroup changed).
+    pub fn activate_group(&mut self, group: &ObjectKey, now: Instant) {
+        for key in self.group_members(group) {
+            if self.place(&key) == Some(Place::Unschedulable) {
+                self.unlink(&key);
+                self.activate(&key, now);
+            }
         }
     }
 
@@ -263,6 +346,7 @@ impl Queue {
         let is_gated = gated(&info.pod);
         match self.pods.get_mut(&key) {
             None => {
+                self.index_group(&info, true);
                 self.pods.insert(
                     key.clone(),
                     Entry {
@@ -282,6 +366,14 @@ impl Queue {
                 let changed =
                     e.info.pod.get("spec") != info.pod.get("spec") || e.info.labels != info.labels;
                 let place = e.place;
+                if self.groups.is_some() && e.info.labels != info.labels {
+                    let old = e.info.clone();
+                    self.index_group(&old, false);
+                    self.index_group(&info, true);
+                }
+                let Some(e) = self.pods.get_mut(&key) else {
+                    return;
+                };
                 if place == Place::InFlight {
                     e.info = info;
                     return;
@@ -309,6 +401,7 @@ impl Queue {
     pub fn delete(&mut self, key: &ObjectKey) {
         self.unlink(key);
         if let Some(e) = self.pods.remove(key) {
+            self.index_group(&e.info, false);
             self.set_nominated(&e.info, "");
         }
     }
@@ -369,6 +462,7 @@ impl Queue {
             .is_some_and(|e| e.place == Place::InFlight)
         {
             if let Some(e) = self.pods.remove(key) {
+                self.index_group(&e.info, false);
                 self.set_nominated(&e.info, "");
             }
         }
@@ -404,6 +498,9 @@ impl Queue {
     pub fn requeue_backoff(&mut self, info: Arc<PodInfo>, attempts: u32, now: Instant) {
         let key = info.key.clone();
         self.unlink(&key);
+        if !self.pods.contains_key(&key) {
+            self.index_group(&info, true);
+        }
         let e = self.pods.entry(key.clone()).or_insert(Entry {
             info: info.clone(),
             attempts,
@@ -426,16 +523,22 @@ impl Queue {
             .map(|(_, _, k)| k.clone())
             .collect();
         for key in keys {
-            let helps = match event {
-                ClusterEvent::AssignedPodChange | ClusterEvent::Other => {
-                    self.pods.get(&key).is_some_and(|e| {
-                        e.plugins
-                            .iter()
-                            .any(|p| POD_SENSITIVE.contains(&p.as_str()))
-                    })
-                }
-                _ => true,
-            };
+            // A pod waiting only for the rest of its PodGroup is helped by
+            // new members, which take it along, not by the cluster.
+            let waits_for_group = self.pods.get(&key).is_some_and(|e| {
+                e.plugins.len() == 1 && e.plugins.contains(crate::coscheduling::NAME)
+            });
+            let helps = !waits_for_group
+                && match event {
+                    ClusterEvent::AssignedPodChange | ClusterEvent::Other => {
+                        self.pods.get(&key).is_some_and(|e| {
+                            e.plugins
+                                .iter()
+                                .any(|p| POD_SENSITIVE.contains(&p.as_str()))
+                        })
+                    }
+                    _ => true,
+                };
             if helps {
                 self.unlink(&key);
                 self.activate(&key, now);

@@ -19,9 +19,13 @@ use tokio::sync::mpsc;
 use crate::algorithm::{Algorithm, ScheduleError};
 use crate::cache::{is_terminal, Cache};
 use crate::config::SchedulerConfig;
+use crate::coscheduling::{self, PodGroup};
 use crate::framework::{Nomination, PodInfo, Snapshot};
 use crate::profile::Profile;
 use crate::queue::{ClusterEvent, QueuedPod, SchedulingQueue};
+
+mod gang;
+use gang::Gang;
 
 /// The component name on events and in the user agent.
 pub const COMPONENT: &str = "default-scheduler";
@@ -51,6 +55,8 @@ struct Shared {
     recorder: EventRecorder,
     clock: Clock,
     metrics: Option<Arc<Metrics>>,
+    /// The PodGroups, followed only when a profile enables Coscheduling.
+    groups: parking_lot::Mutex<coscheduling::Groups>,
 }
 
 /// Measurements for benchmarks: the duration of each successful attempt,
@@ -109,6 +115,25 @@ fn node_changed(old: &Value, new: &Value) -> bool {
     old.get("spec") != new.get("spec")
         || meta::labels(old) != meta::labels(new)
         || old.pointer("/status/allocatable") != new.pointer("/status/allocatable")
+}
+
+/// Follows the PodGroups; a new or changed group retries its waiting pods.
+fn watch_pod_groups(informers: &Informers, s: &Arc<Shared>) {
+    let sh = s.clone();
+    informers
+        .get(&coscheduling::crd::resource())
+        .on_change(move |c| {
+            let obj = c.object();
+            let key = kubesim_runtime::ObjectKey::of(obj);
+            if matches!(c, Change::Deleted(_)) {
+                sh.groups.lock().remove(&key);
+                return;
+            }
+            let group = PodGroup::from_object(obj);
+            if sh.groups.lock().insert(key.clone(), group.clone()) != Some(group) {
+                sh.queue.with(|q, now| q.activate_group(&key, now));
+            }
+        });
 }
 
 fn watch_cluster(informers: &Informers, s: &Arc<Shared>, served: Arc<Vec<String>>) {
@@ -249,7 +274,12 @@ pub async fn run_with_metrics(
         recorder,
         clock: clock.clone(),
         metrics,
+        groups: Default::default(),
     });
+    if profiles.values().any(|p| p.gang) {
+        shared.queue.with(|q, _| q.track_groups());
+        watch_pod_groups(&informers, &shared);
+    }
     watch_cluster(&informers, &shared, served);
     let inf = informers.clone();
     let _informers = spawn(async move { inf.run().await });
@@ -298,6 +328,21 @@ impl Shared {
             self.queue.with(|q, _| q.delete(&pod.key));
             return;
         };
+        if profile.gang {
+            if let Some(gk) = coscheduling::group_key(&pod) {
+                let group = self.groups.lock().get(&gk).cloned();
+                // As upstream: a pod whose PodGroup does not exist, or asks
+                // for fewer than two, is scheduled on its own.
+                if let Some(group) = group.filter(|g| g.min_member > 1) {
+                    let gang = Gang {
+                        key: gk,
+                        group,
+                        started,
+                    };
+                    return self.schedule_group(gang, qp, profile, algo, snapshot, tx);
+                }
+            }
+        }
         self.cache.update_snapshot(snapshot);
         let nominated = self.queue.nominated();
         match algo.schedule(profile, &pod, snapshot, &nominated) {

@@ -277,6 +277,13 @@ pub fn common_speed(nodes: &[Value]) -> Option<f64> {
     speeds.all(|s| s == Some(first)).then_some(first)
 }
 
+/// The allocatable cpu, in millicores, every node has, if they share one.
+pub fn common_cpu_millis(nodes: &[Value]) -> Option<u64> {
+    let mut cpus = nodes.iter().map(crate::engine::pods::node_cpu_millis);
+    let first = cpus.next()?;
+    cpus.all(|c| c == first).then_some(first)
+}
+
 pub fn nodes(groups: &[NodeGroup]) -> Vec<Value> {
     groups.iter().flat_map(NodeGroup::nodes).collect()
 }

@@ -86,3 +86,61 @@ fn run_times_are_the_ones_batsim_expects() {
         .keys()
         .any(|k| k.contains("needs a platform whose compute hosts share one speed")));
 }
+
+#[test]
+fn parallel_jobs_run_on_as_many_hosts_as_they_ask_for() {
+    // Batsim's HPC example: jobs of 4 to 128 hosts on a platform of 512
+    // one-core hosts. Each runs as one pod per host, started together.
+    let nodes = platform("cluster512.xml");
+    let opts = ReadOptions {
+        host_speed: cluster::common_speed(&nodes),
+        host_cpu_millis: cluster::common_cpu_millis(&nodes),
+        ..Default::default()
+    };
+    assert_eq!(opts.host_cpu_millis, Some(1000));
+    let (jobs, _) = read_file(
+        &batsim("example_workload_hpc_seed1_jobs250.json"),
+        "w0",
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(jobs.len(), 250);
+    assert!(jobs
+        .iter()
+        .all(|j| j.hosts == j.res && j.cpu_millis == 1000));
+    let run = kubesim_sim::engine::simulate(kubesim_sim::engine::Setup::new(nodes), jobs).unwrap();
+    use kubesim_sim::engine::FinalState;
+    let rejected = run
+        .outcomes
+        .iter()
+        .filter(|o| o.state == FinalState::Rejected)
+        .count();
+    assert_eq!(rejected, 0);
+    for o in &run.outcomes {
+        assert!(
+            matches!(
+                o.state,
+                FinalState::CompletedSuccessfully | FinalState::CompletedWalltimeReached
+            ),
+            "job {}: {:?}",
+            o.job.id,
+            o.state
+        );
+        let mut hosts = o.hosts.clone();
+        hosts.sort_unstable();
+        hosts.dedup();
+        assert_eq!(hosts.len(), o.job.res as usize, "job {} hosts", o.job.id);
+    }
+    // allocated_resources lists the hosts in Batsim's interval notation.
+    let csv = kubesim_sim::output::jobs_csv::render(&run);
+    let first = csv.lines().nth(1).unwrap();
+    let alloc = first.split(',').nth(14).unwrap();
+    let count: usize = alloc
+        .split(' ')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum();
+    assert_eq!(count, run.outcomes[0].job.res as usize, "{first}");
+}

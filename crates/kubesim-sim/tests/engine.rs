@@ -18,6 +18,7 @@ fn job(id: &str, submit: f64, run: f64, cpu: u64) -> SimJob {
         res: 1,
         walltime: None,
         run_time: run,
+        hosts: 1,
         cpu_millis: cpu,
         memory_bytes: 0,
         scheduler: None,
@@ -220,4 +221,86 @@ fn controllers_can_be_turned_off_in_a_simulation() {
             "{controllers}"
         );
     }
+}
+
+#[test]
+fn a_gang_starts_only_when_all_its_pods_fit() {
+    // Two 1-cpu nodes; a lone pod holds one for 30 s from t=0. At t=1 a
+    // Job of two 1-cpu pods in a PodGroup of 2 arrives: with Coscheduling
+    // both wait for the lone pod to finish and start together at 30;
+    // without it one starts at once and the other when a node frees.
+    let text = "apiVersion: v1
+kind: Pod
+metadata: {name: blocker, annotations: {kubesim.io/run-duration: 30s}}
+spec: {restartPolicy: Never, containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}
+---
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: pair, namespace: default}
+spec: {minMember: 2}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: gang, annotations: {kubesim.io/arrival: 1s}}
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    metadata:
+      labels: {scheduling.x-k8s.io/pod-group: pair}
+      annotations: {kubesim.io/run-duration: 10s}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]
+";
+    let config = kubesim_scheduler::SchedulerConfig::parse(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- plugins:
+    multiPoint:
+      enabled: [{name: Coscheduling}]
+",
+    )
+    .unwrap();
+    let run_with = |gang: bool| {
+        let mut s = setup(vec![node("n0", "1"), node("n1", "1")]);
+        if gang {
+            s.scheduler = config.clone();
+        }
+        let jobs = kubesim_sim::workload::manifests::read(text, "w0").unwrap();
+        let run = simulate(s, jobs).unwrap();
+        let o = run.outcomes.iter().find(|o| o.job.id == "gang").unwrap();
+        (o.start, o.finish, o.state)
+    };
+    assert_eq!(
+        run_with(true),
+        (Some(30.0), Some(40.0), FinalState::CompletedSuccessfully)
+    );
+    assert_eq!(run_with(false).0, Some(1.0));
+}
+
+#[test]
+fn a_job_on_several_hosts_starts_when_all_its_pods_run() {
+    // Three 1-cpu nodes; a lone job holds one for 30 s. A job on three
+    // hosts arriving at t=1 cannot start on the two free ones: all three
+    // of its pods start together at 30, one per node.
+    let mut par = job("par", 1.0, 10.0, 1000);
+    par.res = 3;
+    par.hosts = 3;
+    let run = simulate(
+        setup(vec![node("n0", "1"), node("n1", "1"), node("n2", "1")]),
+        vec![job("lone", 0.0, 30.0, 1000), par],
+    )
+    .unwrap();
+    let o = &run.outcomes[1];
+    assert_eq!(
+        (o.start, o.finish, o.state),
+        (Some(30.0), Some(40.0), FinalState::CompletedSuccessfully)
+    );
+    let mut hosts = o.hosts.clone();
+    hosts.sort_unstable();
+    assert_eq!(hosts, [0, 1, 2]);
+    let csv = kubesim_sim::output::jobs_csv::render(&run);
+    assert!(csv.lines().nth(2).unwrap().contains(",0-2,"), "{csv}");
 }

@@ -7,7 +7,7 @@
 //! lockstep with the clients (`lockstep.rs`).
 
 mod lockstep;
-mod pods;
+pub(crate) mod pods;
 mod recorder;
 mod serve;
 
@@ -40,7 +40,11 @@ pub struct SimJob {
     pub walltime: Option<f64>,
     /// Seconds the job runs when not killed.
     pub run_time: f64,
-    /// The pod's cpu request and limit, in millicores.
+    /// The pods the job runs as, one per host, scheduled all together
+    /// (a Batsim job on several hosts); 1 for a job of one pod.
+    pub hosts: u32,
+    /// The pod's cpu request and limit, in millicores (each pod's, for a
+    /// job on several hosts).
     pub cpu_millis: u64,
     /// The pod's memory request and limit, in bytes (0: none).
     pub memory_bytes: u64,
@@ -211,6 +215,26 @@ const ANNOUNCED: usize = 8;
 /// 5 minutes at most, so two of those).
 const STUCK: Duration = Duration::from_secs(600);
 
+/// The scheduler configuration to run: the given one, with Coscheduling
+/// enabled in every profile when a job runs on several hosts, since such
+/// a job is a PodGroup whose pods must start together, as in Batsim.
+fn scheduler_for(
+    given: &kubesim_scheduler::SchedulerConfig,
+    jobs: &[SimJob],
+) -> kubesim_scheduler::SchedulerConfig {
+    let mut config = given.clone();
+    if jobs.iter().any(|j| j.hosts > 1) {
+        for p in &mut config.profiles {
+            if !p.enables(kubesim_scheduler::coscheduling::NAME) {
+                p.multi_point
+                    .enabled
+                    .push((kubesim_scheduler::coscheduling::NAME.to_string(), None));
+            }
+        }
+    }
+    config
+}
+
 async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     let clock = Clock::simulated(setup.epoch);
     let rng = Rng::seeded(setup.seed);
@@ -256,13 +280,22 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             controllers: setup.controllers.clone(),
         },
     ));
+    let scheduler = scheduler_for(&setup.scheduler, &jobs);
+    // PodGroups, for a profile enabling Coscheduling or jobs on several
+    // hosts (whose groups an outside scheduler reads too): the kind must
+    // be served before a scheduler lists it and before jobs create groups.
+    if scheduler.uses_coscheduling() {
+        kubesim_scheduler::coscheduling::crd::ensure(&api("kubesim"))
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
+    }
     if setup.builtin_scheduler {
         tasks.spawn(kubesim_scheduler::run(
             api("default-scheduler"),
             informers.clone(),
             clock.clone(),
             rng.clone(),
-            setup.scheduler,
+            scheduler,
         ));
     }
     // A batch simulation spans months: no leases or heartbeats (nodes do
@@ -410,7 +443,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             for &i in &order {
                 while let Some(j) = upcoming.next_if(|_| announced.len() < ANNOUNCED) {
                     let job = &jobs[j];
-                    if job.manifest.is_some() || !fits.fits(job) {
+                    if job.manifest.is_some() || job.hosts > 1 || !fits.fits(job) {
                         continue;
                     }
                     let pod = pods::pod(job, j, &names[j]);
@@ -420,6 +453,37 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                 }
                 let job = &jobs[i];
                 clock.sleep_until(submit_at(i)).await;
+                if job.hosts > 1 && job.manifest.is_none() {
+                    if !fits.fits(job) {
+                        rec.reject(i);
+                        continue;
+                    }
+                    // The PodGroup first: a member created before it would
+                    // be scheduled alone.
+                    let (group, members) = pods::gang(job, i, &names[i]);
+                    rec.submitted(i);
+                    let mut created = client
+                        .create(
+                            &kubesim_scheduler::coscheduling::crd::resource(),
+                            "default",
+                            group,
+                            &opts,
+                        )
+                        .await;
+                    for pod in members {
+                        if created.is_err() {
+                            break;
+                        }
+                        created = client
+                            .create(&ResourceRef::core("pods"), "default", pod, &opts)
+                            .await;
+                    }
+                    if let Err(e) = created {
+                        tracing::warn!(job = %job.id, error = %e.message, "job not submitted");
+                        rec.reject(i);
+                    }
+                    continue;
+                }
                 // Every generated pod that fits was announced by now (the
                 // announcements run up to this job at least).
                 let prepared = match (&job.manifest, announced.remove(&i)) {

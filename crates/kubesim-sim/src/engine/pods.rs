@@ -49,6 +49,28 @@ pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
     pod
 }
 
+/// A job on several hosts: its PodGroup (scheduler-plugins' kind, with
+/// `minMember` the number of hosts) and one pod per host, named
+/// `<name>-<k>` and labelled with the group, so the Coscheduling plugin
+/// binds them all together or none.
+pub fn gang(job: &SimJob, index: usize, name: &str) -> (Value, Vec<Value>) {
+    use kubesim_scheduler::coscheduling::{crd, LABEL};
+    let group = json!({
+        "apiVersion": format!("{}/{}", crd::GROUP, crd::VERSION),
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": job.hosts},
+    });
+    let pods = (0..job.hosts)
+        .map(|k| {
+            let mut p = pod(job, index, &format!("{name}-{k}"));
+            p["metadata"]["labels"][LABEL] = json!(name);
+            p
+        })
+        .collect();
+    (group, pods)
+}
+
 /// DNS-1123 names from `<workload>-<id>`, made unique by a suffix.
 pub fn unique_names(jobs: &[SimJob]) -> Vec<String> {
     let mut seen = BTreeSet::new();
@@ -134,10 +156,14 @@ impl Fits {
         }
     }
 
+    /// Whether enough nodes could hold the job's pods, one per node.
     pub fn fits(&self, job: &SimJob) -> bool {
         self.nodes
             .iter()
-            .any(|(cpu, mem)| job.cpu_millis <= *cpu && (job.memory_bytes as i128) <= *mem)
+            .filter(|(cpu, mem)| job.cpu_millis <= *cpu && (job.memory_bytes as i128) <= *mem)
+            .take(job.hosts.max(1) as usize)
+            .count()
+            == job.hosts.max(1) as usize
     }
 }
 
@@ -213,6 +239,7 @@ mod tests {
             res: 1,
             walltime: Some(100.0),
             run_time: 170.5,
+            hosts: 1,
             cpu_millis: 1000,
             memory_bytes: 0,
             scheduler: Some("default".into()),

@@ -50,8 +50,12 @@ pub struct Outcome {
     pub start: Option<f64>,
     pub finish: Option<f64>,
     pub state: FinalState,
-    /// Index of the node it ran on, in the order the nodes were given.
+    /// Index of the node it ran on, in the order the nodes were given
+    /// (the first, for a job on several hosts).
     pub node: Option<usize>,
+    /// Indexes of every node its pods ran on, for a job on several hosts
+    /// (Batsim's `allocated_resources`); empty otherwise.
+    pub hosts: Vec<usize>,
 }
 
 /// The cluster after a change.
@@ -117,6 +121,7 @@ impl Recorder {
                         finish: None,
                         state: FinalState::NotFinished,
                         node: None,
+                        hosts: Vec::new(),
                     })
                     .collect(),
                 expected: jobs.iter().map(expected_pods).collect(),
@@ -247,10 +252,20 @@ impl Recorder {
                 let node = meta::path(pod, "spec.nodeName")
                     .and_then(Value::as_str)
                     .unwrap_or("");
+                let node = self.nodes.get(node).copied();
+                let hosts = s.outcomes[i].job.hosts;
                 let o = &mut s.outcomes[i];
-                o.start = Some(t);
-                o.node = self.nodes.get(node).copied();
-                s.queued = s.queued.saturating_sub(1);
+                if o.node.is_none() {
+                    o.node = node;
+                }
+                // A job on several hosts starts when its last pod does.
+                if hosts > 1 {
+                    o.hosts.extend(node);
+                }
+                if hosts <= 1 || o.hosts.len() >= hosts as usize {
+                    o.start = Some(t);
+                    s.queued = s.queued.saturating_sub(1);
+                }
             }
             changed = true;
         }
@@ -263,12 +278,12 @@ impl Recorder {
                 s.succeeded[i] += 1;
             }
             let finished = s.outcomes[i].finish.is_some();
-            let single = s.expected[i] == 1
-                && s.outcomes[i]
-                    .job
-                    .manifest
-                    .as_ref()
-                    .is_none_or(|m| m["kind"] == "Pod");
+            // A lone pod's failure, or any of a gang's, ends its job.
+            let single = s.outcomes[i]
+                .job
+                .manifest
+                .as_ref()
+                .is_none_or(|m| m["kind"] == "Pod" && s.expected[i] == 1);
             let complete = s.succeeded[i] >= s.expected[i];
             if !finished && (complete || (single && phase == "Failed")) {
                 let o = &mut s.outcomes[i];
@@ -320,7 +335,7 @@ fn node_indexes(nodes: &[String]) -> HashMap<String, usize> {
 }
 
 /// Pods that must succeed for a job to be complete: a Job's completions,
-/// one for anything else.
+/// a job's hosts (one pod on each), one for anything else.
 fn expected_pods(job: &SimJob) -> u32 {
     match &job.manifest {
         Some(m) if m["kind"] == "Job" => m
@@ -328,7 +343,8 @@ fn expected_pods(job: &SimJob) -> u32 {
             .and_then(Value::as_u64)
             .map(|c| c.max(1) as u32)
             .unwrap_or(1),
-        _ => 1,
+        Some(_) => 1,
+        None => job.hosts.max(1),
     }
 }
 

@@ -64,7 +64,11 @@ pub fn render(run: &Run) -> String {
             }
             (state, Some((exec, wait, turn, slow))) => {
                 let success = u8::from(state == FinalState::CompletedSuccessfully);
-                let alloc = o.node.map(|n| interval_set(&[n])).unwrap_or_default();
+                let alloc = if o.hosts.is_empty() {
+                    o.node.map(|n| interval_set(&[n])).unwrap_or_default()
+                } else {
+                    interval_set(&o.hosts)
+                };
                 out.push_str(&format!(
                     "{head},{success},{},{},{},{},{},{},{},{},-1.000000,\"\"\n",
                     state.as_str(),

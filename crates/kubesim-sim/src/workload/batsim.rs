@@ -17,7 +17,11 @@
 //!
 //! A job's pod requests its profile's `cpu` and `memory` when the profile
 //! is a delay carrying them (Batkube's extension); otherwise `res` times
-//! the cpu per resource, and the memory per job.
+//! the cpu per resource, and the memory per job. A job of the latter kind
+//! whose `res` needs more cpu than one host has, on a platform whose
+//! compute hosts share one size (`ReadOptions::host_cpu_millis`), runs as
+//! Batsim runs it: on `res` hosts, one pod per host asking for the whole
+//! host, the pods scheduled all together (a PodGroup of `res`).
 
 use std::collections::BTreeMap;
 
@@ -91,9 +95,15 @@ pub fn read(
             Some("delay" | "DelayProfile")
         );
         let sized = |key: &str| p.get(key).filter(|_| batkube_sized);
-        let cpu = match sized("cpu") {
-            Some(v) => cpu_millis(v).map_err(|e| format!("job {id}: cpu: {e}"))?,
-            None => opts.cpu_per_resource_millis.saturating_mul(j.res as u64),
+        let (cpu, hosts) = match sized("cpu") {
+            Some(v) => (cpu_millis(v).map_err(|e| format!("job {id}: cpu: {e}"))?, 1),
+            None => {
+                let all = opts.cpu_per_resource_millis.saturating_mul(j.res as u64);
+                match opts.host_cpu_millis {
+                    Some(host) if j.res > 1 && all > host => (host, j.res),
+                    _ => (all, 1),
+                }
+            }
         };
         let memory = match sized("memory") {
             Some(v) => memory_bytes(v).map_err(|e| format!("job {id}: memory: {e}"))?,
@@ -107,6 +117,7 @@ pub fn read(
             res: j.res,
             walltime: j.walltime.filter(|w| *w > 0.0),
             run_time: delay,
+            hosts,
             cpu_millis: cpu,
             memory_bytes: memory,
             scheduler: p.get("scheduler").and_then(Value::as_str).map(String::from),
@@ -221,6 +232,38 @@ fn run_time(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jobs_larger_than_a_host_run_on_several_hosts() {
+        // (res, Batkube cpu in the profile, host cpu known) -> (hosts, cpu per pod)
+        let table = [
+            (4, None, Some(2000), (4, 2000)),
+            (2, None, Some(2000), (1, 2000)),
+            (1, None, Some(500), (1, 1000)),
+            (4, Some("1"), Some(2000), (1, 1000)),
+            (4, None, None, (1, 4000)),
+        ];
+        for (res, cpu, host, want) in table {
+            let profile = match cpu {
+                Some(c) => format!(r#"{{"type": "delay", "delay": 1, "cpu": "{c}"}}"#),
+                None => r#"{"type": "delay", "delay": 1}"#.to_string(),
+            };
+            let text = format!(
+                r#"{{"jobs": [{{"id": 1, "subtime": 0, "res": {res}, "profile": "p"}}], "profiles": {{"p": {profile}}}}}"#
+            );
+            let opts = ReadOptions {
+                host_cpu_millis: host,
+                ..Default::default()
+            };
+            let (jobs, _) = read(&text, "w0", &opts).unwrap();
+            assert_eq!(
+                (jobs[0].hosts, jobs[0].cpu_millis),
+                want,
+                "res {res} cpu {cpu:?} host {host:?}"
+            );
+            assert_eq!(jobs[0].res, res);
+        }
+    }
 
     #[test]
     fn v4_with_batkube_extensions_and_v5() {

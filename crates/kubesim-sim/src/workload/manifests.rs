@@ -62,6 +62,7 @@ pub fn read(text: &str, workload: &str) -> Result<Vec<SimJob>, String> {
             res: 1,
             walltime: None,
             run_time,
+            hosts: 1,
             cpu_millis: 0,
             memory_bytes: 0,
             scheduler: None,

@@ -27,6 +27,10 @@ pub struct ReadOptions {
     /// platform shares, if they share one: parallel-task profiles run for
     /// their work over it.
     pub host_speed: Option<f64>,
+    /// The cpu, in millicores, that every compute host of the platform
+    /// has, if they share one: a Batsim job needing more than one host's
+    /// worth runs as one pod per host, scheduled together.
+    pub host_cpu_millis: Option<u64>,
 }
 
 impl Default for ReadOptions {
@@ -36,6 +40,7 @@ impl Default for ReadOptions {
             memory_per_job_bytes: 0,
             swf: SwfOptions::default(),
             host_speed: None,
+            host_cpu_millis: None,
         }
     }
 }

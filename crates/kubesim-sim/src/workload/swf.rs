@@ -95,6 +95,7 @@ pub fn read(
             res: procs.ceil().max(1.0) as u32,
             walltime,
             run_time: run,
+            hosts: 1,
             cpu_millis: ((procs * opts.cpu_per_resource_millis as f64).round() as u64).max(1),
             memory_bytes: opts.memory_per_job_bytes,
             scheduler: None,

@@ -25,6 +25,7 @@ fn trace(n: usize, rng: &Rng) -> Vec<SimJob> {
                 res: 1,
                 walltime: None,
                 run_time: 60.0 + rng.below(7140) as f64,
+                hosts: 1,
                 cpu_millis: 1000 * (1 + rng.below(4)),
                 memory_bytes: 0,
                 scheduler: None,

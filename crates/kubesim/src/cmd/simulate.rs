@@ -98,9 +98,15 @@ fn read_cluster(args: &SimulateArgs) -> anyhow::Result<Vec<serde_json::Value>> {
     Ok(cluster::nodes(&groups))
 }
 
-/// The jobs of every workload; `host_speed` is the speed the platform's
-/// compute hosts share, if any (parallel tasks run for work over it).
-fn read_jobs(args: &SimulateArgs, host_speed: Option<f64>) -> anyhow::Result<Vec<SimJob>> {
+/// The jobs of every workload; `host_speed` and `host_cpu_millis` are the
+/// speed and cpu the platform's compute hosts share, if any (parallel
+/// tasks run for work over the speed; jobs needing more than one host's
+/// cpu run on several hosts).
+fn read_jobs(
+    args: &SimulateArgs,
+    host_speed: Option<f64>,
+    host_cpu_millis: Option<u64>,
+) -> anyhow::Result<Vec<SimJob>> {
     let cpu = workload::cpu_millis(&serde_json::Value::String(args.cpu_per_resource.clone()))
         .map_err(|e| anyhow::anyhow!("bad --cpu-per-resource: {e}"))?;
     let opts = ReadOptions {
@@ -110,6 +116,7 @@ fn read_jobs(args: &SimulateArgs, host_speed: Option<f64>) -> anyhow::Result<Vec
             normalise_to: args.swf_normalise,
         },
         host_speed,
+        host_cpu_millis,
         ..Default::default()
     };
     let mut jobs = Vec::new();
@@ -164,7 +171,11 @@ fn progress_bar() -> Box<dyn Fn(usize, usize) + Send + Sync> {
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let nodes = read_cluster(&args)?;
-    let jobs = read_jobs(&args, cluster::common_speed(&nodes))?;
+    let jobs = read_jobs(
+        &args,
+        cluster::common_speed(&nodes),
+        cluster::common_cpu_millis(&nodes),
+    )?;
     let scheduler = match &args.scheduler_config {
         Some(p) => kubesim_scheduler::SchedulerConfig::from_file(p)
             .map_err(|e| anyhow::anyhow!("bad --scheduler-config: {e}"))?,

@@ -346,6 +346,14 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
     // kube-scheduler, with its own identity (held to its role when RBAC
     // is on), unless a real one is to bind the pods.
     if args.scheduler == super::simulate_serve::SchedulerChoice::Builtin {
+        // Gang scheduling reads PodGroups, a kind upstream installs as a
+        // CRD beside scheduler-plugins; defined here, before the scheduler
+        // watches it, so a cluster asking for Coscheduling has it at once.
+        if scheduler_config.uses_coscheduling() {
+            kubesim_scheduler::coscheduling::crd::ensure(&in_process("kubesim"))
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
+        }
         let scheduler: Arc<dyn kubesim_runtime::Api> =
             Arc::new(kubesim_apiserver::inprocess::InProcess::as_user(
                 server.clone(),
