@@ -53,19 +53,27 @@ fn leases() -> ResourceRef {
 pub async fn hold(api: Arc<dyn Api>, clock: Clock, shards: Arc<Shards>, lease: ShardLease) {
     let mut seen: BTreeMap<String, (String, Instant)> = BTreeMap::new();
     let mut held = false;
+    let mut renewed: Option<Instant> = None;
     loop {
         let now = clock.instant();
-        match acquire(&*api, &clock, &shards, &lease, &seen, now).await {
+        let h = match acquire(&*api, &clock, &shards, &lease, &seen, now).await {
             Ok(h) => {
-                if h != held {
-                    tracing::info!(shard = shards.me(), held = h, "shard lease");
-                }
-                held = h;
+                renewed = h.then_some(now);
+                h
             }
-            // Unreachable server: keep the last view; a shard that cannot
-            // renew will be taken over, as it should.
-            Err(e) => tracing::warn!(error = %e.message, "cannot renew the shard lease"),
+            // A renewal that failed: the others will take the shard over
+            // once its Lease has run out, so this process stops acting
+            // for it then too (client-go's leader gives up at its renew
+            // deadline the same way); until then it keeps its view.
+            Err(e) => {
+                tracing::warn!(error = %e.message, "cannot renew the shard lease");
+                renewed.is_some_and(|at| now - at < lease.duration)
+            }
+        };
+        if h != held {
+            tracing::info!(shard = shards.me(), held = h, "shard lease");
         }
+        held = h;
         match live(&*api, &lease, &mut seen, now).await {
             Ok(mut members) => {
                 members.retain(|&i| i != shards.me() || held);
