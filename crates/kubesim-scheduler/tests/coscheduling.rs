@@ -13,26 +13,10 @@ use kubesim_scheduler::SchedulerConfig;
 use kubesim_store::{MemStore, Store};
 use serde_json::{json, Value};
 
-/// scheduler-plugins' own example: Coscheduling at multiPoint and as the
-/// only QueueSort.
-const CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    multiPoint:
-      enabled:
-      - name: Coscheduling
-    queueSort:
-      enabled:
-      - name: Coscheduling
-      disabled:
-      - name: '*'
-  pluginConfig:
-  - name: Coscheduling
-    args:
-      permitWaitingTimeSeconds: 10
-";
+/// scheduler-plugins' example configuration for Coscheduling, under the
+/// configuration API v1 (`testdata/SOURCE.md`).
+const CONFIG: &str =
+    include_str!("../../../testdata/scheduler-plugins/coscheduling/scheduler-config-v1.yaml");
 
 struct Env {
     api: Arc<dyn Api>,

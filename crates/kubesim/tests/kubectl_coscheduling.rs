@@ -6,25 +6,10 @@ mod common;
 
 use common::kubectl::Cluster;
 
-/// scheduler-plugins' example configuration for Coscheduling.
-const CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  plugins:
-    multiPoint:
-      enabled:
-      - name: Coscheduling
-    queueSort:
-      enabled:
-      - name: Coscheduling
-      disabled:
-      - name: '*'
-  pluginConfig:
-  - name: Coscheduling
-    args:
-      permitWaitingTimeSeconds: 10
-";
+/// scheduler-plugins' example configuration for Coscheduling, under the
+/// configuration API v1 (`testdata/SOURCE.md`).
+const CONFIG: &str =
+    include_str!("../../../testdata/scheduler-plugins/coscheduling/scheduler-config-v1.yaml");
 
 fn nodes() -> String {
     (1..=3)
@@ -64,8 +49,16 @@ fn pod_groups_bind_all_together_or_wait() {
         "coscheduling",
         &["--scheduler-config", config.to_str().unwrap()],
     );
-    // The kind is served as upstream installs it.
+    // The kind is served as upstream installs it, and upstream's own CRD
+    // file applies over it unchanged.
     c.ok(&["get", "crd", "podgroups.scheduling.x-k8s.io"]);
+    let crd = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/scheduler-plugins/coscheduling/crd.yaml");
+    let applied = c.ok(&["apply", "-f", crd.to_str().unwrap()]);
+    assert!(
+        applied.contains("podgroups.scheduling.x-k8s.io"),
+        "{applied}"
+    );
     c.apply(&nodes());
 
     // Two of three members: they wait for the third.
