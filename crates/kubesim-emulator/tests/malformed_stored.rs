@@ -6,14 +6,16 @@
 
 mod common;
 
+use kubesim_apiserver::service::attrs;
 use kubesim_apiserver::Server;
 use kubesim_runtime::ResourceRef;
-use kubesim_store::{Attrs, WriteOp};
+use kubesim_store::WriteOp;
 use serde_json::{json, Value};
 
 use common::{start, Env};
 
-/// Puts `obj` into the store as it is, past every check of the API.
+/// Puts `obj` into the store as it is, past every check of the API, with
+/// the labels and field values lists and watches select by.
 fn plant(server: &Server, r: &ResourceRef, ns: &str, obj: Value) {
     let info = server
         .registry
@@ -36,7 +38,7 @@ fn plant(server: &Server, r: &ResourceRef, ns: &str, obj: Value) {
             }
             WriteOp::Put {
                 bytes: serde_json::to_vec(&o).expect("json").into(),
-                attrs: Attrs::default(),
+                attrs: attrs::compute(&info, &o),
             }
         })
         .expect("planted");

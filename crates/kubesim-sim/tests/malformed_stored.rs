@@ -9,17 +9,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim_apiserver::inprocess::InProcess;
+use kubesim_apiserver::service::attrs;
 use kubesim_apiserver::Server;
 use kubesim_core::Registry;
 use kubesim_runtime::{Api, Clock, Informers, ListOptions, ResourceRef, Rng, WriteOptions};
 use kubesim_sim::engine::{simulate, FinalState, Setup, SimJob};
-use kubesim_store::{Attrs, MemStore, Store, WriteOp};
+use kubesim_store::{MemStore, Store, WriteOp};
 use serde_json::{json, Value};
 
 const TRIES: usize = 400;
 const STEP: Duration = Duration::from_millis(25);
 
-/// Puts `obj` into the store as it is, past every check of the API.
+/// Puts `obj` into the store as it is, past every check of the API, with
+/// the labels and field values lists and watches select by.
 fn plant(store: &dyn Store, registry: &Registry, group: &str, plural: &str, ns: &str, obj: Value) {
     let r = registry.get(group, "v1", plural).expect("resource");
     let name = obj["metadata"]["name"].as_str().expect("name").to_string();
@@ -38,7 +40,7 @@ fn plant(store: &dyn Store, registry: &Registry, group: &str, plural: &str, ns: 
             }
             WriteOp::Put {
                 bytes: serde_json::to_vec(&o).expect("json").into(),
-                attrs: Attrs::default(),
+                attrs: attrs::compute(&r, &o),
             }
         })
         .expect("planted");
