@@ -21,7 +21,7 @@ use tokio::sync::watch;
 pub use crate::cache::Cache;
 use crate::cache::Lazy;
 use crate::decode::Decode;
-use crate::{Api, Clock, ListOptions, ResourceRef, WatchEvent};
+use crate::{Api, Clock, ListOptions, ResourceRef, ShapeCheck, WatchEvent};
 
 /// `namespace/name` (namespace empty for cluster-scoped objects), ordered so
 /// that iteration over a cache is deterministic.
@@ -118,6 +118,9 @@ pub struct Informer {
     cache: Arc<Cache>,
     handlers: Mutex<Vec<Handler>>,
     synced: watch::Sender<bool>,
+    /// With [`checked`](Informer::checked): what every object must pass
+    /// to be cached.
+    checked: Option<ShapeCheck>,
 }
 
 pub type Transform = fn(Value) -> Value;
@@ -196,7 +199,27 @@ impl Informer {
             cache: Arc::default(),
             handlers: Mutex::new(Vec::new()),
             synced: watch::channel(false).0,
+            checked: None,
         })
+    }
+
+    /// This informer skips objects that do not decode as their kind
+    /// ([`ShapeCheck`]): each is logged and left out of the cache and the
+    /// handlers' view, and a deletion of one that was cached while well
+    /// formed still removes it. For consumers that read objects as
+    /// client-go's typed informers would (the load runner's measurements);
+    /// the check walks every object, so the control loops, which read
+    /// fields leniently and survive what they cannot read, go without it.
+    pub fn checked(mut self: Arc<Self>) -> Arc<Self> {
+        if let Some(i) = Arc::get_mut(&mut self) {
+            i.checked = Some(ShapeCheck::new(&i.resource));
+        }
+        self
+    }
+
+    /// Whether `obj` may be cached (see [`checked`](Self::checked)).
+    fn admits(&self, obj: &Value) -> bool {
+        self.checked.as_ref().is_none_or(|c| c.admits(obj))
     }
 
     fn with_transform(mut self: Arc<Self>, t: Transform) -> Arc<Self> {
@@ -309,11 +332,14 @@ impl Informer {
                 .to_string();
             if let Value::Object(mut m) = list {
                 if let Some(Value::Array(items)) = m.remove("items") {
+                    // Each object keeps its own bytes (when the transport
+                    // gave them), so the skipped leave with theirs.
                     out.extend(
                         items
                             .into_iter()
-                            .map(|o| self.shape(o))
-                            .zip(bytes.into_iter().chain(std::iter::repeat(None))),
+                            .zip(bytes.into_iter().chain(std::iter::repeat(None)))
+                            .filter(|(o, _)| self.admits(o))
+                            .map(|(o, b)| (self.shape(o), b)),
                     );
                 }
             }
@@ -335,6 +361,13 @@ impl Informer {
     /// `json`: the object's serialized form, if the transport had it.
     fn apply(&self, event: WatchEvent, json: Option<bytes::Bytes>) -> Option<Change> {
         match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) if !self.admits(&o) => None,
+            // The last well-formed state, if any was cached, is the one
+            // the deletion reports.
+            WatchEvent::Deleted(o) if !self.admits(&o) => {
+                let last = self.cache.get(meta::namespace(&o), meta::name(&o))?;
+                Some(self.cache.delete(Value::clone(&last)))
+            }
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                 Some(self.cache.upsert_with(self.shape(o), json))
             }

@@ -23,6 +23,7 @@ mod panics;
 #[cfg(feature = "remote")]
 pub mod remote;
 pub mod rng;
+pub mod shape_check;
 mod spam;
 pub mod workqueue;
 
@@ -41,4 +42,5 @@ pub use panics::panic_message;
 #[cfg(feature = "remote")]
 pub use remote::RemoteApi;
 pub use rng::Rng;
+pub use shape_check::ShapeCheck;
 pub use workqueue::{retryable, run_workers, Requeue, WorkQueue};

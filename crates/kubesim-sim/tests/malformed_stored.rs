@@ -1,22 +1,27 @@
 //! The controllers and the scheduler do not trust what is stored: objects
 //! of the wrong shape written under the API (as a store written before the
 //! API checked types may hold) are skipped, and every loop keeps working
-//! for the others.
+//! for the others. A whole simulation meets them too, planted while it
+//! runs, and still finishes its jobs and writes its outputs.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim_apiserver::inprocess::InProcess;
+use kubesim_apiserver::service::attrs;
 use kubesim_apiserver::Server;
 use kubesim_core::Registry;
 use kubesim_runtime::{Api, Clock, Informers, ListOptions, ResourceRef, Rng, WriteOptions};
-use kubesim_store::{Attrs, MemStore, Store, WriteOp};
+use kubesim_sim::engine::{simulate, FinalState, Setup, SimJob};
+use kubesim_store::{MemStore, Store, WriteOp};
 use serde_json::{json, Value};
 
 const TRIES: usize = 400;
 const STEP: Duration = Duration::from_millis(25);
 
-/// Puts `obj` into the store as it is, past every check of the API.
+/// Puts `obj` into the store as it is, past every check of the API, with
+/// the labels and field values lists and watches select by.
 fn plant(store: &dyn Store, registry: &Registry, group: &str, plural: &str, ns: &str, obj: Value) {
     let r = registry.get(group, "v1", plural).expect("resource");
     let name = obj["metadata"]["name"].as_str().expect("name").to_string();
@@ -35,7 +40,7 @@ fn plant(store: &dyn Store, registry: &Registry, group: &str, plural: &str, ns: 
             }
             WriteOp::Put {
                 bytes: serde_json::to_vec(&o).expect("json").into(),
-                attrs: Attrs::default(),
+                attrs: attrs::compute(&r, &o),
             }
         })
         .expect("planted");
@@ -204,4 +209,127 @@ async fn malformed_objects_stop_neither_controllers_nor_scheduler() {
     assert!(!scheduler.is_finished(), "the scheduler stopped");
     controllers.abort();
     scheduler.abort();
+}
+
+/// Objects of the wrong shape for every kind the simulation's loops
+/// follow: pods (one bound to a node that runs jobs, one carrying a job's
+/// index label, which the run's recorder reads), nodes, Jobs and
+/// ReplicaSets.
+fn plant_mid_run(store: &dyn Store, registry: &Registry) {
+    for (group, plural, ns, obj) in [
+        (
+            "",
+            "pods",
+            "default",
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "bad-spec", "labels": ["x"]}, "spec": 5, "status": "x"}),
+        ),
+        (
+            "",
+            "pods",
+            "default",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad-bound"},
+                "spec": {"nodeName": "n0", "containers": 5,
+                    "schedulerName": []}, "status": ["Running"]}),
+        ),
+        (
+            "",
+            "pods",
+            "default",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad-pending"},
+                "spec": {"containers": [{"name": "c", "image": "i",
+                    "resources": {"requests": {"cpu": []}}}], "tolerations": "x"},
+                "status": {"phase": 5, "conditions": "x"}}),
+        ),
+        (
+            "",
+            "pods",
+            "default",
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "bad-job-pod", "labels": {"kubesim.io/job-index": "11"}},
+                "spec": {"nodeName": "n1", "containers": {"c": 1}},
+                "status": {"phase": ["Running"]}}),
+        ),
+        (
+            "",
+            "nodes",
+            "",
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bad-n", "labels": 5},
+                "spec": {"podCIDR": 5, "taints": "x"}, "status": "x"}),
+        ),
+        (
+            "batch",
+            "jobs",
+            "default",
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "bad-j"}, "spec": {"parallelism": "x", "template": []}}),
+        ),
+        (
+            "apps",
+            "replicasets",
+            "default",
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": "bad-rs"}, "spec": {"replicas": "x", "template": 5}}),
+        ),
+    ] {
+        plant(store, registry, group, plural, ns, obj);
+    }
+}
+
+#[test]
+fn a_simulation_meeting_malformed_objects_mid_run_finishes_and_writes_its_outputs() {
+    let node = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"capacity": {"cpu": "1", "memory": "4Gi", "pods": "110"},
+                       "allocatable": {"cpu": "1", "memory": "4Gi", "pods": "110"}}})
+    };
+    // Twelve 1-cpu jobs of 10 s on two 1-cpu nodes: a queue that drains
+    // in six rounds, so the bad objects land with most jobs still to run.
+    let jobs: Vec<SimJob> = (0..12)
+        .map(|i| SimJob {
+            id: i.to_string(),
+            workload: "w0".into(),
+            profile: "delay".into(),
+            submit: 0.0,
+            res: 1,
+            walltime: None,
+            run_time: 10.0,
+            cpu_millis: 1000,
+            memory_bytes: 0,
+            scheduler: None,
+            manifest: None,
+        })
+        .collect();
+    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
+    let mut setup = Setup::new(vec![node("n0"), node("n1")]);
+    setup.store = Some(store.clone());
+    let planted = Arc::new(AtomicBool::new(false));
+    let p = planted.clone();
+    // Planted from the run's own thread once the first jobs are done, so
+    // every loop has been running a while and the run stays deterministic.
+    setup.progress = Some(Box::new(move |done, _| {
+        if done >= 2 && !p.swap(true, Ordering::SeqCst) {
+            plant_mid_run(&*store, &Registry::new());
+        }
+    }));
+    let run = simulate(setup, jobs).expect("the run");
+    assert!(planted.load(Ordering::SeqCst), "nothing was planted");
+    let states: Vec<FinalState> = run.outcomes.iter().map(|o| o.state).collect();
+    assert_eq!(states, vec![FinalState::CompletedSuccessfully; 12]);
+    // Two at a time, 10 s each: the bad objects slowed nothing down.
+    assert_eq!(run.simulated.round(), 60.0);
+
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("malformed_stored_run");
+    let _ = std::fs::remove_dir_all(&out);
+    kubesim_sim::output::write_all(&out, &run).expect("outputs");
+    let csv = std::fs::read_to_string(out.join("jobs.csv")).expect("jobs.csv");
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 12, "{csv}");
+    assert!(
+        rows.iter().all(|r| r.contains("COMPLETED_SUCCESSFULLY")),
+        "{csv}"
+    );
+    for f in ["schedule.csv", "gantt.svg", "report.html"] {
+        assert!(out.join(f).is_file(), "{f} not written");
+    }
 }

@@ -17,6 +17,8 @@ use serde_json::{json, Value};
 pub struct Env {
     pub api: Arc<dyn Api>,
     pub clock: Clock,
+    /// The server, for tests that write to its store past the API.
+    pub server: Arc<Server>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -53,6 +55,7 @@ pub async fn start_with(config: EmulatorConfig) -> Env {
     Env {
         api,
         clock,
+        server,
         tasks: vec![controllers, emulator],
     }
 }
@@ -62,6 +65,12 @@ pub fn yaml(text: &str) -> Value {
 }
 
 impl Env {
+    /// Whether the controllers and the emulator are still running (a
+    /// panic ends their task).
+    pub fn running(&self) -> bool {
+        self.tasks.iter().all(|t| !t.is_finished())
+    }
+
     pub async fn sleep(&self, secs: u64) {
         self.clock.sleep(Duration::from_secs(secs)).await;
     }

@@ -38,7 +38,8 @@ pub async fn start_informer(
         sel.label_selector.clone(),
         sel.field_selector.clone(),
         ctx.clock.clone(),
-    );
+    )
+    .checked();
     informer.on_change(handler);
     let tasks = super::run_synced(ctx, method, "jobs", &informer).await?;
     Ok((informer, tasks))

@@ -271,6 +271,8 @@ pub mod exec;
 pub mod job_lifecycle;
 pub mod jobs;
 pub mod latency;
+#[cfg(test)]
+mod malformed_stored;
 pub mod metrics_for_e2e;
 pub mod network_programming;
 pub mod pod_startup;

@@ -163,12 +163,14 @@ impl NetworkProgrammingLatency {
             ctx.cluster.api(),
             ResourceRef::core("pods"),
             ctx.clock.clone(),
-        );
+        )
+        .checked();
         let slices = Informer::new(
             ctx.cluster.api(),
             ResourceRef::new("discovery.k8s.io", "v1", "endpointslices"),
             ctx.clock.clone(),
-        );
+        )
+        .checked();
         let (s, clock) = (shared.clone(), ctx.clock.clone());
         pods.on_change(move |c| on_pod(&s, &clock, c));
         let (s, clock) = (shared.clone(), ctx.clock.clone());
@@ -177,7 +179,8 @@ impl NetworkProgrammingLatency {
             ctx.cluster.api(),
             ResourceRef::core("services"),
             ctx.clock.clone(),
-        );
+        )
+        .checked();
         let (s, clock) = (shared.clone(), ctx.clock.clone());
         services.on_change(move |c| on_service(&s, &clock, c));
         let mut tasks = JoinSet::new();

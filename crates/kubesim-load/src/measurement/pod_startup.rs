@@ -130,7 +130,8 @@ impl PodStartupLatency {
             label_selector,
             field_selector,
             ctx.clock.clone(),
-        );
+        )
+        .checked();
         let records: Records = Arc::default();
         let (recs, clock) = (records.clone(), ctx.clock.clone());
         informer.on_change(move |c| record(&recs, &clock, c));

@@ -4,17 +4,27 @@
 
 use std::sync::Arc;
 
+use kubesim_apiserver::service::attrs;
+use kubesim_apiserver::Server;
 use kubesim_core::meta;
 use kubesim_core::patch::PatchType;
 use kubesim_runtime::{Api, Clock, DeleteOptions, ResourceRef, Rng, WriteOptions};
+use kubesim_store::WriteOp;
 use serde_json::{json, Value};
 
 use super::Ctx;
 use crate::cluster::testing::cluster;
 
 pub async fn ctx() -> (Ctx, Arc<dyn Api>) {
+    let (ctx, api, _) = ctx_and_server().await;
+    (ctx, api)
+}
+
+/// [`ctx`], with the server, for tests that write to its store.
+pub async fn ctx_and_server() -> (Ctx, Arc<dyn Api>, Arc<Server>) {
     let (cluster, clock) = cluster().await;
     let api = crate::Cluster::api(cluster.as_ref());
+    let server = cluster.server.clone();
     let ctx = Ctx {
         cluster,
         clock,
@@ -24,7 +34,39 @@ pub async fn ctx() -> (Ctx, Arc<dyn Api>) {
         namespace_prefix: String::new(),
         server_pid: None,
     };
-    (ctx, api)
+    (ctx, api, server)
+}
+
+/// Puts `obj` into the store as it is, past every check of the API (as a
+/// store written before the API checked types may hold it), with the
+/// labels and field values lists and watches select by, as any write
+/// stores them.
+pub fn plant(server: &Server, r: &ResourceRef, ns: &str, obj: Value) {
+    let info = server
+        .registry
+        .get(&r.group, &r.version, &r.plural)
+        .expect("resource");
+    let name = meta::name(&obj).to_string();
+    let key = if ns.is_empty() {
+        name
+    } else {
+        format!("{ns}/{name}")
+    };
+    server
+        .store
+        .write(&info.storage_key(), &key, &mut |_, rev| {
+            let mut o = obj.clone();
+            o["metadata"]["resourceVersion"] = json!(rev.to_string());
+            o["metadata"]["uid"] = json!(format!("planted-{rev}"));
+            if !ns.is_empty() {
+                o["metadata"]["namespace"] = json!(ns);
+            }
+            WriteOp::Put {
+                bytes: serde_json::to_vec(&o).expect("json").into(),
+                attrs: attrs::compute(&info, &o),
+            }
+        })
+        .expect("planted");
 }
 
 pub fn pods() -> ResourceRef {

@@ -18,7 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim_core::meta;
-use kubesim_runtime::{Cache, Change, Clock, Informer, ListOptions, ObjectKey, ResourceRef};
+use kubesim_runtime::{
+    Cache, Change, Clock, Informer, ListOptions, ObjectKey, ResourceRef, ShapeCheck,
+};
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::Value;
@@ -150,7 +152,8 @@ impl WaitForControlledPodsRunning {
             selector.label_selector.clone(),
             selector.field_selector.clone(),
             ctx.clock.clone(),
-        );
+        )
+        .checked();
         let (sh, clock) = (shared.clone(), ctx.clock.clone());
         objects.on_change(move |c| track(&sh, &clock, c));
         // The controllers' label selectors say nothing of their pods'
@@ -162,7 +165,8 @@ impl WaitForControlledPodsRunning {
             None,
             None,
             ctx.clock.clone(),
-        );
+        )
+        .checked();
         let replica_sets = (kind == "Deployment").then(|| {
             Informer::filtered(
                 ctx.cluster.api(),
@@ -172,6 +176,7 @@ impl WaitForControlledPodsRunning {
                 None,
                 ctx.clock.clone(),
             )
+            .checked()
         });
         for i in [Some(&pods), replica_sets.as_ref()].into_iter().flatten() {
             let sh = shared.clone();
@@ -443,12 +448,16 @@ impl Running {
             .api()
             .list(&self.resource, &self.selector.namespace, &opts)
             .await?;
+        // The informer skips objects of the wrong shape: waiting to see
+        // them there would never end.
+        let check = ShapeCheck::new(&self.resource);
         Ok(list
             .get("items")
             .and_then(Value::as_array)
             .map(|items| {
                 items
                     .iter()
+                    .filter(|o| check.admits(o))
                     .map(|o| (ObjectKey::of(o), meta::resource_version(o).to_string()))
                     .collect()
             })

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kubesim_core::meta;
-use kubesim_runtime::{ListOptions, ResourceRef};
+use kubesim_runtime::{ListOptions, ResourceRef, ShapeCheck};
 use serde_json::Value;
 
 use crate::params::{self, Params};
@@ -227,6 +227,8 @@ async fn wait(ctx: &Ctx, o: &Options) -> Result<(), MeasurementError> {
         label_selector: o.label_selector.clone(),
         ..Default::default()
     };
+    // Objects of the wrong shape are neither counted nor waited for.
+    let check = ShapeCheck::new(&o.resource);
     loop {
         // One list of every namespace, filtered here: cheaper than a list
         // per namespace of a large range.
@@ -238,7 +240,7 @@ async fn wait(ctx: &Ctx, o: &Options) -> Result<(), MeasurementError> {
             .unwrap_or_default();
         let objects: Vec<&Value> = items
             .iter()
-            .filter(|x| o.namespaces.matches(&in_range, meta::namespace(x)))
+            .filter(|x| o.namespaces.matches(&in_range, meta::namespace(x)) && check.admits(x))
             .collect();
         let c = count(&objects, &o.successful, &o.failed);
         let (ok, bad) = (c.successful.len() as i64, c.failed.len() as i64);

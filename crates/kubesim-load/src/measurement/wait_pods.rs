@@ -148,6 +148,7 @@ impl PodSelector {
             self.field_selector.clone(),
             ctx.clock.clone(),
         )
+        .checked()
     }
 }
 

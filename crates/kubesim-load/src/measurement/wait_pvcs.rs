@@ -66,7 +66,8 @@ impl Measurement for WaitForBoundPVCs {
             sel.label_selector.clone(),
             sel.field_selector.clone(),
             ctx.clock.clone(),
-        );
+        )
+        .checked();
         let mut tasks = JoinSet::new();
         tasks.spawn(informer.clone().run());
         let deadline = ctx.clock.instant() + timeout;

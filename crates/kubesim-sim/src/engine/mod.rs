@@ -81,13 +81,17 @@ pub struct Setup {
     /// Which of kubesim's controllers run (kube-controller-manager's
     /// `--controllers`), so that a real controller manager can take over.
     pub controllers: kubesim_controllers::Controllers,
+    /// The store the cluster keeps its objects in (None: a new one in
+    /// memory). Given one, a test can write to it past the API while the
+    /// run goes, as a store written by an older version may hold.
+    pub store: Option<Arc<dyn Store>>,
 }
 
 impl Setup {
     /// `nodes` with the built-in default scheduler, seed 1, no time
     /// limit, no progress reports, the built-in stages, no HTTP and
-    /// upstream's threshold of terminated pods, starting at
-    /// 2026-01-01T00:00:00Z.
+    /// upstream's threshold of terminated pods, a new store in memory,
+    /// starting at 2026-01-01T00:00:00Z.
     pub fn new(nodes: Vec<Value>) -> Setup {
         Setup {
             nodes,
@@ -101,6 +105,7 @@ impl Setup {
             serve: None,
             terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
             controllers: Default::default(),
+            store: None,
         }
     }
 }
@@ -238,7 +243,10 @@ fn scheduler_for(
 async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     let clock = Clock::simulated(setup.epoch);
     let rng = Rng::seeded(setup.seed);
-    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Options::default()));
+    let store: Arc<dyn Store> = setup
+        .store
+        .clone()
+        .unwrap_or_else(|| Arc::new(MemStore::ephemeral(Options::default())));
     let server = Server::new(store, clock.clone(), rng.clone());
     // Every component runs on this one thread; another core, if there is
     // one, does work whose results are wanted later: decoding committed

@@ -207,6 +207,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         serve,
         terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
         controllers,
+        store: None,
     };
     let n_jobs = jobs.len();
     let wall = Clock::wall();
