@@ -82,6 +82,7 @@ pub fn run(args: EmulateArgs) -> anyhow::Result<()> {
     if lease_duration < Duration::from_secs(3) {
         anyhow::bail!("bad --shard-lease-duration: at least 3s");
     }
+    check_group(&args.shard_group)?;
     if !(args.kube_api_qps >= 0.0 && args.kube_api_qps.is_finite()) {
         anyhow::bail!("bad --kube-api-qps: a rate of 0 or more");
     }
@@ -169,6 +170,24 @@ fn node_rule(args: &EmulateArgs) -> anyhow::Result<NodeRule> {
     })
 }
 
+/// The group names the shard Leases (`kubesim-emulate-<group>-<I>`) and
+/// labels them, so it must fit in both: a DNS label, short enough.
+fn check_group(group: &str) -> anyhow::Result<()> {
+    let ok = !group.is_empty()
+        && group.len() <= 40
+        && group
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !group.starts_with('-')
+        && !group.ends_with('-');
+    if !ok {
+        anyhow::bail!(
+            "bad --shard-group {group:?}: lower-case letters, digits and '-', at most 40, not starting or ending with '-'"
+        );
+    }
+    Ok(())
+}
+
 /// `I/N` with I < N.
 fn parse_shard(s: &str) -> anyhow::Result<(u32, u32)> {
     let bad = || anyhow!("bad --shard {s:?}: expected I/N with 0 <= I < N, such as 0/2");
@@ -211,6 +230,17 @@ async fn shutdown() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shard_groups() {
+        for good in ["default", "a", "team-1"] {
+            assert!(check_group(good).is_ok(), "{good}");
+        }
+        for bad in ["", "My Group", "-a", "a-", "a.b", &"x".repeat(41)] {
+            let e = check_group(bad).unwrap_err().to_string();
+            assert!(e.starts_with("bad --shard-group"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn shard_specs() {
