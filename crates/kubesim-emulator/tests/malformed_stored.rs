@@ -6,42 +6,20 @@
 
 mod common;
 
-use kubesim_apiserver::service::attrs;
+use kubesim_apiserver::service::planted;
 use kubesim_apiserver::Server;
 use kubesim_runtime::ResourceRef;
-use kubesim_store::WriteOp;
 use serde_json::{json, Value};
 
 use common::{start, Env};
 
-/// Puts `obj` into the store as it is, past every check of the API, with
-/// the labels and field values lists and watches select by.
+/// Puts `obj` into the store as it is, past every check of the API.
 fn plant(server: &Server, r: &ResourceRef, ns: &str, obj: Value) {
     let info = server
         .registry
         .get(&r.group, &r.version, &r.plural)
         .expect("resource");
-    let name = obj["metadata"]["name"].as_str().expect("name").to_string();
-    let key = if ns.is_empty() {
-        name
-    } else {
-        format!("{ns}/{name}")
-    };
-    server
-        .store
-        .write(&info.storage_key(), &key, &mut |_, rev| {
-            let mut o = obj.clone();
-            o["metadata"]["resourceVersion"] = json!(rev.to_string());
-            o["metadata"]["uid"] = json!(format!("planted-{rev}"));
-            if !ns.is_empty() {
-                o["metadata"]["namespace"] = json!(ns);
-            }
-            WriteOp::Put {
-                bytes: serde_json::to_vec(&o).expect("json").into(),
-                attrs: attrs::compute(&info, &o),
-            }
-        })
-        .expect("planted");
+    planted::plant(&*server.store, &info, ns, obj);
 }
 
 fn leases() -> ResourceRef {

@@ -9,41 +9,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim_apiserver::inprocess::InProcess;
-use kubesim_apiserver::service::attrs;
+use kubesim_apiserver::service::planted;
 use kubesim_apiserver::Server;
 use kubesim_core::Registry;
 use kubesim_runtime::{Api, Clock, Informers, ListOptions, ResourceRef, Rng, WriteOptions};
 use kubesim_sim::engine::{simulate, FinalState, Setup, SimJob};
-use kubesim_store::{MemStore, Store, WriteOp};
+use kubesim_store::{MemStore, Store};
 use serde_json::{json, Value};
 
 const TRIES: usize = 400;
 const STEP: Duration = Duration::from_millis(25);
 
-/// Puts `obj` into the store as it is, past every check of the API, with
-/// the labels and field values lists and watches select by.
+/// Puts `obj` into the store as it is, past every check of the API.
 fn plant(store: &dyn Store, registry: &Registry, group: &str, plural: &str, ns: &str, obj: Value) {
     let r = registry.get(group, "v1", plural).expect("resource");
-    let name = obj["metadata"]["name"].as_str().expect("name").to_string();
-    let key = if ns.is_empty() {
-        name
-    } else {
-        format!("{ns}/{name}")
-    };
-    store
-        .write(&r.storage_key(), &key, &mut |_, rev| {
-            let mut o = obj.clone();
-            o["metadata"]["resourceVersion"] = json!(rev.to_string());
-            o["metadata"]["uid"] = json!(format!("planted-{rev}"));
-            if !ns.is_empty() {
-                o["metadata"]["namespace"] = json!(ns);
-            }
-            WriteOp::Put {
-                bytes: serde_json::to_vec(&o).expect("json").into(),
-                attrs: attrs::compute(&r, &o),
-            }
-        })
-        .expect("planted");
+    planted::plant(store, &r, ns, obj);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -292,6 +272,7 @@ fn a_simulation_meeting_malformed_objects_mid_run_finishes_and_writes_its_output
             profile: "delay".into(),
             submit: 0.0,
             res: 1,
+            hosts: 1,
             walltime: None,
             run_time: 10.0,
             cpu_millis: 1000,

@@ -19,6 +19,7 @@ mod facts_from_bytes;
 pub(crate) mod jwt;
 pub mod logs;
 mod managed_fields_text;
+pub mod planted;
 mod predecode;
 pub mod prepare_ahead;
 pub mod read;

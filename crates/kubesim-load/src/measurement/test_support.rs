@@ -4,12 +4,11 @@
 
 use std::sync::Arc;
 
-use kubesim_apiserver::service::attrs;
+use kubesim_apiserver::service::planted;
 use kubesim_apiserver::Server;
 use kubesim_core::meta;
 use kubesim_core::patch::PatchType;
 use kubesim_runtime::{Api, Clock, DeleteOptions, ResourceRef, Rng, WriteOptions};
-use kubesim_store::WriteOp;
 use serde_json::{json, Value};
 
 use super::Ctx;
@@ -37,36 +36,13 @@ pub async fn ctx_and_server() -> (Ctx, Arc<dyn Api>, Arc<Server>) {
     (ctx, api, server)
 }
 
-/// Puts `obj` into the store as it is, past every check of the API (as a
-/// store written before the API checked types may hold it), with the
-/// labels and field values lists and watches select by, as any write
-/// stores them.
+/// Puts `obj` into the store as it is, past every check of the API.
 pub fn plant(server: &Server, r: &ResourceRef, ns: &str, obj: Value) {
     let info = server
         .registry
         .get(&r.group, &r.version, &r.plural)
         .expect("resource");
-    let name = meta::name(&obj).to_string();
-    let key = if ns.is_empty() {
-        name
-    } else {
-        format!("{ns}/{name}")
-    };
-    server
-        .store
-        .write(&info.storage_key(), &key, &mut |_, rev| {
-            let mut o = obj.clone();
-            o["metadata"]["resourceVersion"] = json!(rev.to_string());
-            o["metadata"]["uid"] = json!(format!("planted-{rev}"));
-            if !ns.is_empty() {
-                o["metadata"]["namespace"] = json!(ns);
-            }
-            WriteOp::Put {
-                bytes: serde_json::to_vec(&o).expect("json").into(),
-                attrs: attrs::compute(&info, &o),
-            }
-        })
-        .expect("planted");
+    planted::plant(&*server.store, &info, ns, obj);
 }
 
 pub fn pods() -> ResourceRef {
