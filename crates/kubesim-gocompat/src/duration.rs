@@ -266,7 +266,7 @@ pub fn format(ns: i64) -> String {
     }
 }
 
-/// [`format`] for a std `Duration`; one beyond Go's range (292 years)
+/// [`format`](fn@format) for a std `Duration`; one beyond Go's range (292 years)
 /// prints as the largest Go duration.
 pub fn format_std(d: Duration) -> String {
     format(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
