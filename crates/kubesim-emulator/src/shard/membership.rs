@@ -76,7 +76,9 @@ pub async fn hold(api: Arc<dyn Api>, clock: Clock, shards: Arc<Shards>, lease: S
         held = h;
         match live(&*api, &lease, &mut seen, now).await {
             Ok(mut members) => {
-                members.retain(|&i| i != shards.me() || held);
+                // This shard counts by what this process holds, not by what
+                // the list says of its Lease.
+                members.retain(|&i| i != shards.me());
                 if held {
                     members.push(shards.me());
                 }
