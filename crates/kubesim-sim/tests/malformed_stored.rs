@@ -8,11 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kubesim_apiserver::inprocess::InProcess;
 use kubesim_apiserver::service::planted;
-use kubesim_apiserver::Server;
+use kubesim_cluster::{Cluster, ClusterOptions, Components, ControllerManager, SchedulerPart};
 use kubesim_core::Registry;
-use kubesim_runtime::{Api, Clock, Informers, ListOptions, ResourceRef, Rng, WriteOptions};
+use kubesim_runtime::{Clock, ListOptions, ResourceRef, Rng, WriteOptions};
 use kubesim_sim::engine::{simulate, FinalState, Setup, SimJob};
 use kubesim_store::{MemStore, Store};
 use serde_json::{json, Value};
@@ -29,9 +28,15 @@ fn plant(store: &dyn Store, registry: &Registry, group: &str, plural: &str, ns: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_objects_stop_neither_controllers_nor_scheduler() {
     let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
-    let server = Server::new(store.clone(), Clock::wall(), Rng::seeded(1));
-    server.bootstrap().await.expect("bootstrap");
-    let registry = server.registry.clone();
+    let cluster = Cluster::bootstrap(ClusterOptions {
+        store: store.clone(),
+        clock: Clock::wall(),
+        rng: Rng::seeded(1),
+        ahead: None,
+    })
+    .await
+    .expect("bootstrap");
+    let registry = cluster.server.registry.clone();
     for (group, plural, obj) in [
         (
             "apps",
@@ -101,22 +106,25 @@ async fn malformed_objects_stop_neither_controllers_nor_scheduler() {
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bad-n"},
             "spec": {"taints": "x"}, "status": {"conditions": 5}}),
     );
-    let clock = server.clock.clone();
-    let sched_api: Arc<dyn Api> = Arc::new(InProcess::new(server.clone(), "default-scheduler"));
-    let api: Arc<dyn Api> = Arc::new(InProcess::new(server, "kube-controller-manager"));
-    let controllers = tokio::spawn(kubesim_controllers::run_all(
-        api.clone(),
-        registry,
-        clock.clone(),
-        Some("test-ca".into()),
-    ));
-    let scheduler = tokio::spawn(kubesim_scheduler::run(
-        sched_api.clone(),
-        Informers::new(sched_api, clock.clone()),
-        clock.clone(),
-        Rng::seeded(7),
-        Default::default(),
-    ));
+    let clock = cluster.server.clock.clone();
+    let api = cluster.api("kube-controller-manager");
+    let mut running = cluster
+        .start(Components {
+            controllers: Some(ControllerManager {
+                root_ca: Some("test-ca".into()),
+                ..Default::default()
+            }),
+            scheduler: Some(SchedulerPart {
+                config: Default::default(),
+                builtin: true,
+                metrics: None,
+            }),
+            emulator: None,
+        })
+        .await
+        .expect("start");
+    // No component's task ends while the cluster runs.
+    let mut all_running = move || running.tasks.try_join_next().is_none();
     api.create(
         &ResourceRef::core("nodes"),
         "",
@@ -144,8 +152,7 @@ async fn malformed_objects_stop_neither_controllers_nor_scheduler() {
     let pods = ResourceRef::core("pods");
     let mut made = 0;
     for _ in 0..TRIES {
-        assert!(!controllers.is_finished(), "the controllers stopped");
-        assert!(!scheduler.is_finished(), "the scheduler stopped");
+        assert!(all_running(), "a component stopped");
         let list = api
             .list(&pods, "default", &ListOptions::default())
             .await
@@ -185,10 +192,7 @@ async fn malformed_objects_stop_neither_controllers_nor_scheduler() {
         clock.sleep(STEP).await;
     }
     assert!(bound, "a pod made after the bad objects was not bound");
-    assert!(!controllers.is_finished(), "the controllers stopped");
-    assert!(!scheduler.is_finished(), "the scheduler stopped");
-    controllers.abort();
-    scheduler.abort();
+    assert!(all_running(), "a component stopped");
 }
 
 /// Objects of the wrong shape for every kind the simulation's loops

@@ -16,10 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use kubesim_apiserver::inprocess::InProcess;
-use kubesim_apiserver::Server;
 use kubesim_core::meta;
-use kubesim_runtime::{Ahead, Api, Clock, Informers, ResourceRef, Rng, WriteOptions};
+use kubesim_runtime::{Ahead, Clock, ResourceRef, Rng, WriteOptions};
 use kubesim_store::{MemStore, Options, Store};
 use serde_json::Value;
 
@@ -247,65 +245,22 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         .store
         .clone()
         .unwrap_or_else(|| Arc::new(MemStore::ephemeral(Options::default())));
-    let server = Server::new(store, clock.clone(), rng.clone());
     // Every component runs on this one thread; another core, if there is
     // one, does work whose results are wanted later: decoding committed
     // objects ahead of the writes that read them, rendering the patches of
-    // stages that wait and preparing their updates. (On one core its waiting for work would only take
-    // turns from this thread.)
+    // stages that wait and preparing their updates. (On one core its
+    // waiting for work would only take turns from this thread.)
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let ahead = (cores > 1).then(Ahead::start);
-    if let Some(a) = &ahead {
-        server.decode_ahead(a);
-    }
-    server
-        .bootstrap()
-        .await
-        .map_err(|e| anyhow::anyhow!("bootstrap: {}", e.message))?;
-    let api = |who: &str| -> Arc<dyn Api> { Arc::new(InProcess::new(server.clone(), who)) };
-
-    // One set of informers for every component: each pod change is decoded
-    // and cached once, not once per component.
-    let informers = Informers::new(api("kubesim-informers"), clock.clone());
-    // Pods are followed in full (the scheduler, kubelets, recorder): asked
-    // for first, that informer also serves the garbage collector's narrower
-    // view instead of a second watch.
-    informers.get(&ResourceRef::core("pods"));
-    let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn({
-        let i = informers.clone();
-        async move { i.run().await }
-    });
-    tasks.spawn(kubesim_controllers::run_with(
-        api("kube-controller-manager"),
-        informers.clone(),
-        server.registry.clone(),
-        clock.clone(),
-        None,
-        kubesim_controllers::Options {
-            node_lifecycle: false,
-            terminated_pod_gc_threshold: setup.terminated_pod_gc_threshold,
-            controllers: setup.controllers.clone(),
-        },
-    ));
-    let scheduler = scheduler_for(&setup.scheduler, &jobs);
-    // PodGroups, for a profile enabling Coscheduling or jobs on several
-    // hosts (whose groups an outside scheduler reads too): the kind must
-    // be served before a scheduler lists it and before jobs create groups.
-    if scheduler.uses_coscheduling() {
-        kubesim_scheduler::coscheduling::crd::ensure(&api("kubesim"))
-            .await
-            .map_err(|e| anyhow::anyhow!(e))?;
-    }
-    if setup.builtin_scheduler {
-        tasks.spawn(kubesim_scheduler::run(
-            api("default-scheduler"),
-            informers.clone(),
-            clock.clone(),
-            rng.clone(),
-            scheduler,
-        ));
-    }
+    let cluster = kubesim_cluster::Cluster::bootstrap(kubesim_cluster::ClusterOptions {
+        store,
+        clock: clock.clone(),
+        rng: rng.clone(),
+        ahead: ahead.clone(),
+    })
+    .await?;
+    let server = cluster.server.clone();
+    let api = |who: &str| cluster.api(who);
     // A batch simulation spans months: no leases or heartbeats (nodes do
     // not fail unless told to), no usage metrics.
     let stages: Vec<Value> = match setup.stages {
@@ -332,23 +287,41 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             given
         }
     };
-    tasks.spawn(kubesim_emulator::run_shared(
-        api("kubesim-emulator"),
-        informers.clone(),
-        clock.clone(),
-        rng.clone(),
-        kubesim_emulator::EmulatorConfig {
-            selector: kubesim_emulator::managed::NodeSelector::all(),
-            stages: Some(stages),
-            leases: false,
-            usage: false,
-            // Only a scheduler outside the process reads CSINodes; the
-            // built-in one would be given writes that change nothing.
-            csi_nodes: setup.serve.is_some(),
-            ahead: ahead.clone(),
-            ..Default::default()
-        },
-    ));
+    let kubesim_cluster::Running {
+        informers,
+        mut tasks,
+        ..
+    } = cluster
+        .start(kubesim_cluster::Components {
+            controllers: Some(kubesim_cluster::ControllerManager {
+                options: kubesim_controllers::Options {
+                    node_lifecycle: false,
+                    terminated_pod_gc_threshold: setup.terminated_pod_gc_threshold,
+                    controllers: setup.controllers.clone(),
+                },
+                root_ca: None,
+            }),
+            // PodGroups are served for a profile enabling Coscheduling or
+            // for jobs on several hosts, whose groups an outside scheduler
+            // reads too.
+            scheduler: Some(kubesim_cluster::SchedulerPart {
+                config: scheduler_for(&setup.scheduler, &jobs),
+                builtin: setup.builtin_scheduler,
+                metrics: None,
+            }),
+            emulator: Some(kubesim_emulator::EmulatorConfig {
+                selector: kubesim_emulator::managed::NodeSelector::all(),
+                stages: Some(stages),
+                leases: false,
+                usage: false,
+                // Only a scheduler outside the process reads CSINodes; the
+                // built-in one would be given writes that change nothing.
+                csi_nodes: setup.serve.is_some(),
+                ahead: ahead.clone(),
+                ..Default::default()
+            }),
+        })
+        .await?;
 
     // The API over HTTP, from the start: clients may connect while the
     // nodes come up.

@@ -5,10 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kubesim_apiserver::inprocess::InProcess;
-use kubesim_apiserver::Server;
-use kubesim_runtime::{Api, Clock, Informers, ResourceRef, Rng, WriteOptions};
-use kubesim_store::{MemStore, Options, Store};
+use kubesim_runtime::{Clock, ResourceRef, Rng, WriteOptions};
+use kubesim_store::{MemStore, Options};
 use serde_json::{json, Value};
 
 use super::bench::{cpu_seconds, percentile, BenchArgs};
@@ -59,13 +57,14 @@ fn pod(i: usize, affinity: bool) -> Value {
 
 async fn bench(nodes: usize, pods: usize, affinity: bool, deployment: bool) -> anyhow::Result<()> {
     let clock = Clock::wall();
-    let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Options::default()));
-    let server = Server::new(store, clock.clone(), Rng::seeded(1));
-    server
-        .bootstrap()
-        .await
-        .map_err(|e| anyhow::anyhow!("bootstrap failed: {}", e.message))?;
-    let api: Arc<dyn Api> = Arc::new(InProcess::new(server.clone(), "bench"));
+    let cluster = kubesim_cluster::Cluster::bootstrap(kubesim_cluster::ClusterOptions {
+        store: Arc::new(MemStore::ephemeral(Options::default())),
+        clock: clock.clone(),
+        rng: Rng::seeded(1),
+        ahead: None,
+    })
+    .await?;
+    let api = cluster.api("bench");
     let w = WriteOptions::default();
     let t0 = clock.instant();
     for i in 0..nodes {
@@ -106,39 +105,28 @@ async fn bench(nodes: usize, pods: usize, affinity: bool, deployment: bool) -> a
     }
 
     let metrics = Arc::new(kubesim_scheduler::Metrics::default());
-    let sched_api: Arc<dyn Api> = Arc::new(InProcess::new(server.clone(), "default-scheduler"));
     let start = clock.instant();
     let cpu0 = cpu_seconds("self");
-    // As in `kubesim up`, the scheduler and the controllers share one set
-    // of informers.
-    let informers = Informers::new(
-        Arc::new(InProcess::new(server.clone(), "kubesim-informers")),
-        clock.clone(),
-    );
     // The nodes have no kubelets renewing Leases (as in kube-scheduler's
     // own benchmarks), so the node lifecycle controller stays off rather
     // than taint every node unreachable after 40 s.
-    let controllers = deployment.then(|| {
-        tokio::spawn(kubesim_controllers::run_with(
-            Arc::new(InProcess::new(server.clone(), "kube-controller-manager")),
-            informers.clone(),
-            server.registry.clone(),
-            clock.clone(),
-            None,
-            kubesim_controllers::Options {
-                node_lifecycle: false,
-                ..Default::default()
-            },
-        ))
-    });
-    let sched = tokio::spawn(kubesim_scheduler::run_with_metrics(
-        sched_api.clone(),
-        informers,
-        clock.clone(),
-        server.rng.clone(),
-        kubesim_scheduler::SchedulerConfig::default(),
-        Some(metrics.clone()),
-    ));
+    let running = cluster
+        .start(kubesim_cluster::Components {
+            controllers: deployment.then(|| kubesim_cluster::ControllerManager {
+                options: kubesim_controllers::Options {
+                    node_lifecycle: false,
+                    ..Default::default()
+                },
+                root_ca: None,
+            }),
+            scheduler: Some(kubesim_cluster::SchedulerPart {
+                config: kubesim_scheduler::SchedulerConfig::default(),
+                builtin: true,
+                metrics: Some(metrics.clone()),
+            }),
+            emulator: None,
+        })
+        .await?;
     // Bindings are counted by the scheduler's own metrics, so that the
     // measurement adds no watch of its own to the process.
     let mut finished = false;
@@ -151,10 +139,7 @@ async fn bench(nodes: usize, pods: usize, affinity: bool, deployment: bool) -> a
     }
     let elapsed = clock.instant() - start;
     let cpu = cpu_seconds("self") - cpu0;
-    sched.abort();
-    if let Some(c) = controllers {
-        c.abort();
-    }
+    drop(running);
     let mut lat = metrics.attempt_durations.lock().clone();
     let placed = lat.len();
     lat.sort();

@@ -216,7 +216,10 @@ async fn in_process(
         .with_context(|| format!("cannot write {}", kc.display()))?;
     let router = kubesim_apiserver::http::router(started.app);
     let listener = started.listener;
+    let components = started.components;
     let server = tokio::spawn(async move {
+        // The components run as long as the server does.
+        let _components = components;
         if let Err(e) = axum::serve(listener, router).await {
             tracing::error!(error = %e, "the in-process API server stopped");
         }

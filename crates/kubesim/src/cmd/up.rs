@@ -9,7 +9,7 @@ use kubesim_apiserver::http::{metrics::Metrics, router, App};
 use kubesim_apiserver::service::attrs;
 use kubesim_apiserver::Server;
 use kubesim_runtime::{Clock, Rng};
-use kubesim_store::{MemStore, Options, Store};
+use kubesim_store::{MemStore, Options};
 
 #[derive(clap::Args, Debug)]
 pub struct UpArgs {
@@ -269,6 +269,8 @@ pub struct Started {
     pub pki: Option<super::pki::Pki>,
     pub url: String,
     pub kubeconfig: String,
+    /// The components' tasks: dropping them stops the components.
+    pub components: kubesim_cluster::Running,
 }
 
 /// Opens the store and starts every component (controllers, scheduler,
@@ -292,12 +294,14 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
     let addr = listener.local_addr()?;
     let registry = kubesim_core::Registry::new();
     let store = open_store(&args.data_dir, args.ephemeral, &registry)?;
-    let dyn_store: Arc<dyn Store> = store.clone();
-    let server = Server::new(dyn_store, Clock::wall(), Rng::seeded(args.seed));
-    server
-        .bootstrap()
-        .await
-        .map_err(|e| anyhow::anyhow!("bootstrap failed: {}", e.message))?;
+    let cluster = kubesim_cluster::Cluster::bootstrap(kubesim_cluster::ClusterOptions {
+        store: store.clone(),
+        clock: Clock::wall(),
+        rng: Rng::seeded(args.seed),
+        ahead: None,
+    })
+    .await?;
+    let server = cluster.server.clone();
     std::fs::create_dir_all(&args.data_dir)?;
     server.enable_rbac(args.authorization_mode == AuthorizationMode::Rbac);
     if !args.ephemeral {
@@ -311,85 +315,39 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
     } else {
         None
     };
-    let in_process = |who: &str| -> Arc<dyn kubesim_runtime::Api> {
-        Arc::new(kubesim_apiserver::inprocess::InProcess::new(
-            server.clone(),
-            who,
-        ))
-    };
-    // One set of informers shared by every in-process component, so each
-    // change is decoded and cached once; it runs on a task of its own.
-    let informers =
-        kubesim_runtime::Informers::new(in_process("kubesim-informers"), server.clock.clone());
-    // Pods are followed in full (the scheduler, the kubelets): asked for
-    // before any component starts, that informer also serves the garbage
-    // collector's narrower view, whichever component asks first.
-    informers.get(&kubesim_runtime::ResourceRef::core("pods"));
-    tokio::spawn({
-        let i = informers.clone();
-        async move { i.run().await }
+    // The emulated kubelets run here unless `kubesim emulate` processes
+    // act for them; the scheduler unless a real one binds the pods.
+    let components = cluster
+        .start(kubesim_cluster::Components {
+            controllers: Some(kubesim_cluster::ControllerManager {
+                options: kubesim_controllers::Options {
+                    terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
+                    controllers,
+                    ..Default::default()
+                },
+                root_ca: pki.as_ref().map(|p| p.ca_pem.clone()),
+            }),
+            scheduler: Some(kubesim_cluster::SchedulerPart {
+                config: scheduler_config,
+                builtin: args.scheduler == super::simulate_serve::SchedulerChoice::Builtin,
+                metrics: None,
+            }),
+            emulator: (args.emulator == EmulatorChoice::Builtin).then(|| {
+                kubesim_emulator::EmulatorConfig {
+                    nodes: args.pool.nodes,
+                    template,
+                    stages,
+                    ..Default::default()
+                }
+            }),
+        })
+        .await?;
+    // kwok's Metric endpoints of the emulated kubelets, served by the
+    // HTTP server below.
+    let kubelet_metrics = components.usage.clone().map(|u| {
+        Arc::new(super::kubelet_metrics::KubeletMetrics(u))
+            as Arc<dyn kubesim_apiserver::http::ExtraRoutes>
     });
-    // The kube-controller-manager loops the API's semantics rely on
-    // (namespace deletion, garbage collection), in process.
-    tokio::spawn(kubesim_controllers::run_with(
-        in_process("kube-controller-manager"),
-        informers.clone(),
-        server.registry.clone(),
-        server.clock.clone(),
-        pki.as_ref().map(|p| p.ca_pem.clone()),
-        kubesim_controllers::Options {
-            terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
-            controllers,
-            ..Default::default()
-        },
-    ));
-    // kube-scheduler, with its own identity (held to its role when RBAC
-    // is on), unless a real one is to bind the pods.
-    if args.scheduler == super::simulate_serve::SchedulerChoice::Builtin {
-        // Gang scheduling reads PodGroups, a kind upstream installs as a
-        // CRD beside scheduler-plugins; defined here, before the scheduler
-        // watches it, so a cluster asking for Coscheduling has it at once.
-        if scheduler_config.uses_coscheduling() {
-            kubesim_scheduler::coscheduling::crd::ensure(&in_process("kubesim"))
-                .await
-                .map_err(|e| anyhow::anyhow!(e))?;
-        }
-        let scheduler: Arc<dyn kubesim_runtime::Api> =
-            Arc::new(kubesim_apiserver::inprocess::InProcess::as_user(
-                server.clone(),
-                "default-scheduler",
-                kubesim_apiserver::auth::UserInfo::authenticated("system:kube-scheduler", vec![]),
-            ));
-        tokio::spawn(kubesim_scheduler::run(
-            scheduler,
-            informers.clone(),
-            server.clock.clone(),
-            server.rng.clone(),
-            scheduler_config,
-        ));
-    }
-    // The emulated kubelets of every emulated node, unless `kubesim
-    // emulate` processes act for them; their kwok Metric endpoints are
-    // served by the HTTP server below.
-    let mut kubelet_metrics: Option<Arc<dyn kubesim_apiserver::http::ExtraRoutes>> = None;
-    if args.emulator == EmulatorChoice::Builtin {
-        let emulator = kubesim_emulator::Emulator::new(
-            in_process("kubesim-emulator"),
-            informers,
-            server.clock.clone(),
-            server.rng.clone(),
-            kubesim_emulator::EmulatorConfig {
-                nodes: args.pool.nodes,
-                template,
-                stages,
-                ..Default::default()
-            },
-        );
-        kubelet_metrics = Some(Arc::new(super::kubelet_metrics::KubeletMetrics(
-            emulator.usage(),
-        )));
-        tokio::spawn(emulator.run());
-    }
     let (url, kc_text) = match &pki {
         Some(p) => {
             let url = format!("https://{addr}");
@@ -426,6 +384,7 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
         pki,
         url,
         kubeconfig: kc_text,
+        components,
     })
 }
 
@@ -437,6 +396,7 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
         pki,
         url,
         kubeconfig: kc_text,
+        components: _components,
     } = start(&args).await?;
     let kc = args.data_dir.join("kubeconfig");
     // Written aside and renamed so a reader never sees half a file.

@@ -1,0 +1,179 @@
+//! One way to assemble an in-process cluster: the API server on a store,
+//! one set of shared informers, and the components chosen by options
+//! (kube-controller-manager's loops, the scheduler, the emulated
+//! kubelets).
+//!
+//! `kubesim up` (and `kubesim load` through it), `kubesim simulate` and the
+//! benchmarks that run components in process all build their cluster here,
+//! so a component is wired the same way whichever mode runs it: the same
+//! identity, the same informers, started in the same order.
+//!
+//! Owns: the order in which components start and what each is handed.
+//! Must never: serve HTTP, read flags or files, or decide anything about a
+//! workload; callers bring a store, a clock and options, and do the rest.
+
+use std::sync::Arc;
+
+use kubesim_apiserver::auth::UserInfo;
+use kubesim_apiserver::inprocess::InProcess;
+use kubesim_apiserver::Server;
+use kubesim_runtime::{Ahead, Api, Clock, Informers, ResourceRef, Rng};
+use kubesim_store::Store;
+use tokio::task::JoinSet;
+
+/// What the API server is built on.
+pub struct ClusterOptions {
+    pub store: Arc<dyn Store>,
+    pub clock: Clock,
+    pub rng: Rng,
+    /// A helper thread that decodes committed objects ahead of the reads
+    /// that want them (a simulation's second core).
+    pub ahead: Option<Ahead>,
+}
+
+/// The API server, bootstrapped, with no component running yet: callers
+/// may set it up further (RBAC, keys, objects a benchmark needs) before
+/// [`Cluster::start`].
+pub struct Cluster {
+    pub server: Arc<Server>,
+}
+
+/// The components to run; `None` leaves that part to a process outside
+/// (a real kube-scheduler, `kubesim emulate`, ...).
+#[derive(Default)]
+pub struct Components {
+    pub controllers: Option<ControllerManager>,
+    pub scheduler: Option<SchedulerPart>,
+    pub emulator: Option<kubesim_emulator::EmulatorConfig>,
+}
+
+/// kube-controller-manager's loops.
+#[derive(Default)]
+pub struct ControllerManager {
+    pub options: kubesim_controllers::Options,
+    /// The cluster CA (PEM) published into every namespace.
+    pub root_ca: Option<String>,
+}
+
+/// The scheduler, and the PodGroup kind when its configuration asks for
+/// Coscheduling.
+pub struct SchedulerPart {
+    pub config: kubesim_scheduler::SchedulerConfig,
+    /// Run the built-in scheduler; false when an outside one binds pods
+    /// (its configuration still decides whether PodGroups are served).
+    pub builtin: bool,
+    pub metrics: Option<Arc<kubesim_scheduler::Metrics>>,
+}
+
+/// The running components.
+pub struct Running {
+    pub informers: Arc<Informers>,
+    /// The emulated kubelets' usage, for kwok's Metric endpoints.
+    pub usage: Option<Arc<kubesim_emulator::usage::Model>>,
+    /// Every component's task; dropping the set stops them. Callers may
+    /// add tasks of their own.
+    pub tasks: JoinSet<()>,
+}
+
+impl Cluster {
+    /// Builds the API server and bootstraps it (default namespaces,
+    /// policy, priority classes, ...).
+    pub async fn bootstrap(options: ClusterOptions) -> anyhow::Result<Cluster> {
+        let server = Server::new(options.store, options.clock, options.rng);
+        if let Some(a) = &options.ahead {
+            server.decode_ahead(a);
+        }
+        server
+            .bootstrap()
+            .await
+            .map_err(|e| anyhow::anyhow!("bootstrap failed: {}", e.message))?;
+        Ok(Cluster { server })
+    }
+
+    /// A trusted in-process client naming itself `component`, as the real
+    /// API server's loopback client is.
+    pub fn api(&self, component: &str) -> Arc<dyn Api> {
+        Arc::new(InProcess::new(self.server.clone(), component))
+    }
+
+    /// A client acting as `user` when the server enforces RBAC (held to
+    /// that user's rights), trusted otherwise.
+    fn api_as(&self, component: &str, user: &str) -> Arc<dyn Api> {
+        if self.server.rbac_enabled() {
+            Arc::new(InProcess::as_user(
+                self.server.clone(),
+                component,
+                UserInfo::authenticated(user, vec![]),
+            ))
+        } else {
+            self.api(component)
+        }
+    }
+
+    /// Starts the shared informers and the chosen components on the
+    /// current runtime, in the order the API's semantics need: informers,
+    /// controllers, the PodGroup kind, the scheduler, the kubelets.
+    pub async fn start(&self, components: Components) -> anyhow::Result<Running> {
+        let clock = self.server.clock.clone();
+        let rng = self.server.rng.clone();
+        // One set of informers for every component, so each change is
+        // decoded and cached once.
+        let informers = Informers::new(self.api("kubesim-informers"), clock.clone());
+        // Pods are followed in full (the scheduler, the kubelets): asked
+        // for before any component starts, that informer also serves the
+        // garbage collector's narrower view, whichever component asks first.
+        informers.get(&ResourceRef::core("pods"));
+        let mut tasks = JoinSet::new();
+        tasks.spawn({
+            let i = informers.clone();
+            async move { i.run().await }
+        });
+        if let Some(cm) = components.controllers {
+            tasks.spawn(kubesim_controllers::run_with(
+                self.api("kube-controller-manager"),
+                informers.clone(),
+                self.server.registry.clone(),
+                clock.clone(),
+                cm.root_ca,
+                cm.options,
+            ));
+        }
+        if let Some(s) = components.scheduler {
+            // Gang scheduling reads PodGroups, a kind upstream installs as
+            // a CRD beside scheduler-plugins: defined before any scheduler
+            // lists it and before any client creates groups.
+            if s.config.uses_coscheduling() {
+                kubesim_scheduler::coscheduling::crd::ensure(&self.api("kubesim"))
+                    .await
+                    .map_err(|e| anyhow::anyhow!(e))?;
+            }
+            if s.builtin {
+                tasks.spawn(kubesim_scheduler::run_with_metrics(
+                    self.api_as("default-scheduler", "system:kube-scheduler"),
+                    informers.clone(),
+                    clock.clone(),
+                    rng.clone(),
+                    s.config,
+                    s.metrics,
+                ));
+            }
+        }
+        let mut usage = None;
+        if let Some(config) = components.emulator {
+            let emulator = kubesim_emulator::Emulator::new(
+                self.api("kubesim-emulator"),
+                informers.clone(),
+                clock.clone(),
+                rng.clone(),
+                config,
+            );
+            usage = Some(emulator.usage());
+            tasks.spawn(emulator.run());
+        }
+        Ok(Running {
+            informers,
+            usage,
+            tasks,
+        })
+    }
+}
