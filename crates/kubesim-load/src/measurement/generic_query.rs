@@ -111,7 +111,7 @@ fn query(v: &Value) -> Result<Query, String> {
 }
 
 /// ClusterLoader2's rendering of the window: whole seconds.
-fn window(start: Timestamp, end: Timestamp) -> String {
+pub(crate) fn window(start: Timestamp, end: Timestamp) -> String {
     let ms = end.as_millisecond() - start.as_millisecond();
     format!("{}s", ms.max(0) / 1000)
 }

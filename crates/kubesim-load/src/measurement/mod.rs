@@ -199,6 +199,10 @@ fn registry() -> BTreeMap<&'static str, Factory> {
     );
     m.insert("SLOMeasurement", f(|| Box::new(slo::SloMeasurement)));
     m.insert(
+        container_restarts::NAME,
+        f(|| Box::<container_restarts::ContainerRestarts>::default()),
+    );
+    m.insert(
         generic_query::NAME,
         f(|| Box::<generic_query::GenericPrometheusQuery>::default()),
     );
@@ -275,6 +279,7 @@ impl Manager {
 
 pub mod api_availability;
 pub mod api_responsiveness;
+pub mod container_restarts;
 pub mod exec;
 pub mod generic_query;
 pub mod job_lifecycle;
