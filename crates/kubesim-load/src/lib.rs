@@ -18,6 +18,7 @@ pub mod measurement;
 pub mod objects;
 pub mod params;
 pub mod phase;
+pub mod prom;
 pub mod report;
 pub mod runner;
 pub mod template;

@@ -33,6 +33,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// The kubesim server's process, when it is this one.
     pub server_pid: Option<u32>,
+    /// The run's Prometheus server, when one was started.
+    pub prometheus: Option<Arc<dyn crate::prom::Querier>>,
     /// Told what the test is doing, for a progress line.
     pub progress: Arc<dyn Fn(&str) + Send + Sync>,
 }
@@ -139,6 +141,7 @@ pub async fn execute(
         nodes: opts.nodes,
         namespace_prefix: prefix.clone(),
         server_pid: opts.server_pid,
+        prometheus: opts.prometheus.clone(),
     };
     let phases = Arc::new(PhaseCtx {
         cluster: cluster.clone(),

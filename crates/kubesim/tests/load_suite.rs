@@ -142,7 +142,7 @@ fn load_runs_to_the_end_with_skipped_probes_and_derived_network_programming() {
     );
     assert_eq!(
         junit
-            .matches("<skipped message=\"needs Prometheus, which kubesim load does not run yet\">")
+            .matches("<skipped message=\"needs Prometheus: run kubesim load with --prometheus to start one\">")
             .count(),
         8,
         "{junit}"

@@ -26,6 +26,9 @@ pub struct Ctx {
     /// The process whose CPU and memory ResourceUsageSummary samples: the
     /// kubesim server when it runs in this process, else none.
     pub server_pid: Option<u32>,
+    /// The Prometheus server of the run (`kubesim load --prometheus`),
+    /// for the measurements that are PromQL queries.
+    pub prometheus: Option<Arc<dyn crate::prom::Querier>>,
 }
 
 /// How a measurement call failed; a critical failure stops the test, a
@@ -46,7 +49,8 @@ pub enum ErrorKind {
 /// The reason given for a measurement of something emulated nodes lack.
 pub const NOT_APPLICABLE: &str = "not applicable to emulated nodes";
 /// The reason given for a Prometheus query when no Prometheus was started.
-pub const NEEDS_PROMETHEUS: &str = "needs Prometheus, which kubesim load does not run yet";
+pub const NEEDS_PROMETHEUS: &str =
+    "needs Prometheus: run kubesim load with --prometheus to start one";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -194,6 +198,14 @@ fn registry() -> BTreeMap<&'static str, Factory> {
         f(|| Box::<api_availability::ApiAvailability>::default()),
     );
     m.insert("SLOMeasurement", f(|| Box::new(slo::SloMeasurement)));
+    m.insert(
+        container_restarts::NAME,
+        f(|| Box::<container_restarts::ContainerRestarts>::default()),
+    );
+    m.insert(
+        generic_query::NAME,
+        f(|| Box::<generic_query::GenericPrometheusQuery>::default()),
+    );
     for (method, _) in skipped::NOT_APPLICABLE_METHODS {
         m.insert(
             method,
@@ -267,7 +279,9 @@ impl Manager {
 
 pub mod api_availability;
 pub mod api_responsiveness;
+pub mod container_restarts;
 pub mod exec;
+pub mod generic_query;
 pub mod job_lifecycle;
 pub mod jobs;
 pub mod latency;

@@ -1,7 +1,8 @@
 //! SLOMeasurement: ClusterLoader2 runs DnsLookupLatency and
 //! SchedulingThroughputPrometheus under one name, each with its own
 //! `overrides`. On emulated nodes the first has nothing to measure, and
-//! the second is a PromQL query; both are skipped, so the call is.
+//! the second is a PromQL query kubesim does not run yet; both are
+//! skipped, so the call is.
 
 use crate::params::Params;
 use crate::report::Summary;
@@ -14,7 +15,7 @@ pub struct SloMeasurement;
 impl Measurement for SloMeasurement {
     async fn execute(
         &mut self,
-        _ctx: &Ctx,
+        ctx: &Ctx,
         _identifier: &str,
         p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
@@ -26,8 +27,13 @@ impl Measurement for SloMeasurement {
                 ));
             }
         }
+        let prometheus = if ctx.prometheus.is_some() {
+            super::skipped::NOT_ON_PROMETHEUS_YET
+        } else {
+            NEEDS_PROMETHEUS
+        };
         Err(MeasurementError::skipped(format!(
-            "DnsLookupLatency: {NOT_APPLICABLE}; SchedulingThroughputPrometheus: {NEEDS_PROMETHEUS}"
+            "DnsLookupLatency: {NOT_APPLICABLE}; SchedulingThroughputPrometheus: {prometheus}"
         )))
     }
 }

@@ -32,6 +32,7 @@ pub async fn ctx_and_server() -> (Ctx, Arc<dyn Api>, Arc<Server>) {
         nodes: 1,
         namespace_prefix: String::new(),
         server_pid: None,
+        prometheus: None,
     };
     (ctx, api, server)
 }

@@ -66,6 +66,7 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             validation: Default::default(),
             seed: 0,
             server_pid: None,
+            prometheus: None,
             progress: Arc::new(|_| {}),
         },
     )

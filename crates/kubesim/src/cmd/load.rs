@@ -16,6 +16,8 @@ use serde_json::Value;
 
 #[path = "load_find_max.rs"]
 mod find_max;
+#[path = "load_prometheus.rs"]
+mod prometheus;
 #[path = "load_stages.rs"]
 mod stages;
 
@@ -61,6 +63,12 @@ pub struct LoadArgs {
         conflicts_with = "dry_run"
     )]
     pub find_max: Option<String>,
+    /// Run a Prometheus server (the `prometheus` executable on PATH) that
+    /// scrapes the in-process cluster's `/metrics` and its emulated
+    /// kubelets, for the measurements that are PromQL queries; its
+    /// configuration, log and TSDB are kept in the report directory.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub prometheus: bool,
 }
 
 const DEFAULT_IN_PROCESS_NODES: u64 = 100;
@@ -85,6 +93,7 @@ fn options(args: &LoadArgs, nodes: i64, server_pid: Option<u32>) -> RunOptions {
         validation: args.validation,
         seed: args.seed,
         server_pid,
+        prometheus: None,
         progress: Arc::new(move |line: &str| {
             if tty {
                 eprint!("\r\x1b[2K{line}");
@@ -105,10 +114,16 @@ async fn load(args: LoadArgs) -> anyhow::Result<()> {
         print!("{}", runner::prepare(&opts)?.compiled.rendered);
         return Ok(());
     }
+    if args.prometheus && args.kubeconfig.is_some() {
+        anyhow::bail!(
+            "--prometheus runs only with the in-process cluster: scraping the control plane \
+             of a cluster named by --kubeconfig is not supported"
+        );
+    }
     let clock = Clock::wall();
     // The config is compiled (and a bad one refused) before any object is
     // created: for an in-process cluster before it is even started.
-    let (remote, opts, prepared, _server) = match &args.kubeconfig {
+    let (remote, mut opts, prepared, server) = match &args.kubeconfig {
         Some(kc) => {
             let remote = RemoteApi::from_kubeconfig(Some(kc))
                 .await
@@ -129,10 +144,31 @@ async fn load(args: LoadArgs) -> anyhow::Result<()> {
             (remote, opts, prepared, Some(server))
         }
     };
+    let prom = match (&server, args.prometheus) {
+        (Some(s), true) => {
+            let p = prometheus::start(&remote, &s.address, &args.report_dir, &clock).await?;
+            opts.prometheus = Some(Arc::new(p.client.clone()));
+            Some(p)
+        }
+        _ => None,
+    };
     let cluster = Arc::new(Remote(Arc::new(remote)));
     let outcome = runner::execute(cluster, clock, &opts, prepared).await;
     if std::io::stderr().is_terminal() {
         eprintln!();
+    }
+    // A server that does not stop cleanly costs at most its last
+    // samples: the report is written either way, and the test's verdict
+    // does not change.
+    if let Some(p) = prom {
+        let tsdb = p.tsdb.clone();
+        match p.stop().await {
+            Ok(()) => eprintln!(
+                "kubesim: Prometheus stopped; its data is in {}",
+                tsdb.display()
+            ),
+            Err(e) => eprintln!("kubesim: warning: {e}; its data is in {}", tsdb.display()),
+        }
     }
     kubesim_load::report::write::write_all(
         &args.report_dir,
@@ -185,7 +221,7 @@ async fn in_process(
     nodes: u64,
     seed: u64,
     clock: &Clock,
-) -> anyhow::Result<(RemoteApi, tokio::task::JoinHandle<()>)> {
+) -> anyhow::Result<(RemoteApi, InProcess)> {
     let dir = std::env::temp_dir().join(format!("kubesim-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let stage_file = stages::write(&dir)?;
@@ -214,6 +250,7 @@ async fn in_process(
     let kc = dir.join("kubeconfig");
     std::fs::write(&kc, &started.kubeconfig)
         .with_context(|| format!("cannot write {}", kc.display()))?;
+    let address = started.listener.local_addr()?.to_string();
     let router = kubesim_apiserver::http::router(started.app);
     let listener = started.listener;
     let components = started.components;
@@ -233,7 +270,20 @@ async fn in_process(
         started.url
     );
     wait_nodes_ready(&remote, nodes, clock).await?;
-    Ok((remote, server))
+    Ok((
+        remote,
+        InProcess {
+            _task: server,
+            address,
+        },
+    ))
+}
+
+/// The HTTP server of the in-process cluster, serving while kept.
+struct InProcess {
+    _task: tokio::task::JoinHandle<()>,
+    /// `127.0.0.1:<port>`.
+    address: String,
 }
 
 fn ready(node: &Value) -> bool {

@@ -39,6 +39,10 @@ pub fn run(args: &LoadArgs, spec: &str) -> anyhow::Result<()> {
         if let Some(n) = args.nodes {
             cmd.args(["--nodes", &n.to_string()]);
         }
+        // Each run has its own Prometheus, its data in the run's report.
+        if args.prometheus {
+            cmd.arg("--prometheus");
+        }
         let status = cmd.status().context("cannot run kubesim load")?;
         // A run that wrote no report did not get to test anything (a bad
         // config, an unreachable cluster): the search cannot go on.

@@ -1,0 +1,241 @@
+//! `kubesim load --prometheus` end to end: a real Prometheus server
+//! scrapes the in-process cluster while a config runs, and the config's
+//! GenericPrometheusQuery measurements run their PromQL on it.
+//!
+//! The test needs the `prometheus` executable (scripts/test installs it).
+//! Without it the test prints a NOT RUN line and passes, except under CI
+//! (`CI=true`), where a missing Prometheus is a failure.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::load::{files, json_file, load, scratch, testdata, text};
+
+/// How many ConfigMaps the config creates; the queries must count them.
+const CONFIGMAPS: usize = 12;
+
+fn prometheus_available() -> bool {
+    let found = Command::new("prometheus")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        let msg = "the prometheus executable is not on PATH \
+                   (install it, e.g. apt-get install -y prometheus)";
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{msg}");
+        }
+        eprintln!("NOT RUN: load_prometheus: {msg}");
+    }
+    found
+}
+
+/// A config in ClusterLoader2's form: two GenericPrometheusQuery
+/// measurements around the creation of ConfigMaps, the first counting
+/// the creations from the API server's request counter and stored-object
+/// gauge, the second with a threshold the creations break.
+fn config(dir: &Path) -> std::path::PathBuf {
+    let query = |name: &str, threshold: &str| {
+        format!(
+            r#"  - Identifier: {name}
+    Method: GenericPrometheusQuery
+    Params:
+      action: start
+      metricName: {name} configmaps
+      metricVersion: v1
+      unit: count
+      dimensions:
+      - verb
+      queries:
+      - name: Created
+        query: sum by (verb) (max_over_time(apiserver_request_total{{job="master",resource="configmaps",verb="POST",code="201"}}[%v]))
+        threshold: {threshold}
+        requireSamples: true
+      - name: Scraped
+        query: min_over_time(up{{job="master"}}[%v])
+        threshold: 1
+        lowerBound: true
+"#
+        )
+    };
+    let text = format!(
+        r#"name: prometheus-queries
+namespace:
+  number: 1
+tuningSets:
+- name: Uniform
+  qpsLoad:
+    qps: 4
+steps:
+- name: Start the queries
+  measurements:
+{}{}- name: Create configmaps
+  phases:
+  - namespaceRange:
+      min: 1
+      max: 1
+    replicasPerNamespace: {CONFIGMAPS}
+    tuningSet: Uniform
+    objectBundle:
+    - basename: cm
+      objectTemplatePath: configmap.yaml
+- name: Wait for two scrapes
+  measurements:
+  - Identifier: Wait
+    Method: Sleep
+    Params:
+      duration: 12s
+- name: Gather the queries
+  measurements:
+  - Identifier: Counted
+    Method: GenericPrometheusQuery
+    Params:
+      action: gather
+      enableViolations: true
+  - Identifier: Limited
+    Method: GenericPrometheusQuery
+    Params:
+      action: gather
+      enableViolations: true
+"#,
+        query("Counted", "1000"),
+        query("Limited", "1"),
+    );
+    std::fs::write(
+        dir.join("configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{.Name}}\ndata:\n  a: b\n",
+    )
+    .unwrap();
+    let path = dir.join("config.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn generic_queries_run_on_a_real_prometheus() {
+    if !prometheus_available() {
+        return;
+    }
+    let src = scratch("prometheus-config");
+    let cfg = config(&src);
+    let dir = scratch("prometheus");
+    let out = load(
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--nodes",
+            "2",
+            "--report-dir",
+            dir.to_str().unwrap(),
+            "--prometheus",
+        ],
+        &[],
+    );
+    let log = text(&out);
+    // The second measurement's threshold is broken, so the test fails,
+    // naming the query and the value Prometheus returned.
+    assert!(!out.status.success(), "{log}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("Created: {CONFIGMAPS} is above the threshold 1")),
+        "{log}"
+    );
+    assert!(!stdout.contains("Counted configmaps:"), "{log}");
+
+    let counted = json_file(
+        &dir,
+        "GenericPrometheusQuery Counted configmaps_prometheus-queries_",
+    );
+    assert_eq!(counted["version"], "v1");
+    let items = counted["dataItems"].as_array().expect("dataItems");
+    let post = items
+        .iter()
+        .find(|i| i["labels"]["verb"] == "POST")
+        .unwrap_or_else(|| panic!("a POST item: {counted}"));
+    assert_eq!(post["data"]["Created"], CONFIGMAPS as f64, "{counted}");
+    assert_eq!(post["unit"], "count");
+    // `up` has no verb label: its item is keyed by an empty verb.
+    let up = items
+        .iter()
+        .find(|i| i["labels"]["verb"] == "")
+        .unwrap_or_else(|| panic!("an item for up: {counted}"));
+    assert_eq!(up["data"]["Scraped"], 1.0, "{counted}");
+    assert_eq!(
+        files(&dir, "GenericPrometheusQuery Limited configmaps_").len(),
+        1
+    );
+
+    // The server's data stays in the report directory, stopped cleanly.
+    assert!(dir.join("prometheus.yml").is_file());
+    let tsdb = dir.join("prometheus");
+    assert!(tsdb.join("wal").is_dir(), "{}", tsdb.display());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("kubesim: Prometheus stopped; its data is in"),
+        "{log}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(&src).ok();
+}
+
+#[test]
+fn without_prometheus_the_queries_are_skipped_saying_how_to_get_one() {
+    let src = scratch("prometheus-skipped-config");
+    let cfg = config(&src);
+    let dir = scratch("prometheus-skipped");
+    let out = load(
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--nodes",
+            "1",
+            "--report-dir",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let log = text(&out);
+    assert!(out.status.success(), "{log}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for id in ["Counted", "Limited"] {
+        assert!(
+            stdout.contains(&format!(
+                "{id}: skipped: needs Prometheus: run kubesim load with --prometheus"
+            )),
+            "{log}"
+        );
+    }
+    assert!(files(&dir, "GenericPrometheusQuery").is_empty());
+    assert!(!dir.join("prometheus").exists());
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(&src).ok();
+}
+
+#[test]
+fn prometheus_is_refused_for_another_cluster_in_one_line() {
+    let dir = scratch("prometheus-remote");
+    let out = load(
+        &[
+            "--config",
+            testdata("getting-started/config.yaml").to_str().unwrap(),
+            "--kubeconfig",
+            dir.join("absent-kubeconfig").to_str().unwrap(),
+            "--report-dir",
+            dir.to_str().unwrap(),
+            "--prometheus",
+        ],
+        &[],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--prometheus runs only with the in-process cluster"),
+        "{}",
+        text(&out)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
