@@ -59,6 +59,11 @@ fn config(dir: &Path) -> std::path::PathBuf {
         query: min_over_time(up{{job="master"}}[%v])
         threshold: 1
         lowerBound: true
+      - name: KubeletsScraped
+        query: min(min_over_time(up{{job="kubelet"}}[%v]))
+        threshold: 1
+        lowerBound: true
+        requireSamples: true
 "#
         )
     };
@@ -164,6 +169,8 @@ fn generic_queries_run_on_a_real_prometheus() {
         .find(|i| i["labels"]["verb"] == "")
         .unwrap_or_else(|| panic!("an item for up: {counted}"));
     assert_eq!(up["data"]["Scraped"], 1.0, "{counted}");
+    // Every emulated node's kubelet endpoint answered every scrape.
+    assert_eq!(up["data"]["KubeletsScraped"], 1.0, "{counted}");
     assert_eq!(
         files(&dir, "GenericPrometheusQuery Limited configmaps_").len(),
         1

@@ -16,6 +16,26 @@ use serde_json::Value;
 
 const SCRAPE_INTERVAL: Duration = Duration::from_secs(5);
 
+/// kwok's Metric that serves each emulated node's kubelet
+/// `/metrics/resource` (with `container_start_time_seconds`, which
+/// ContainerRestarts reads): without one the kubelet targets answer 404.
+const METRICS_RESOURCE: &str = include_str!("../../assets/metrics-resource.yaml");
+
+/// Creates kwok's resource Metric unless one of its name exists.
+async fn ensure_kubelet_metrics(api: &RemoteApi) -> anyhow::Result<()> {
+    let metric: Value = serde_saphyr::from_str(METRICS_RESOURCE)
+        .map_err(|e| anyhow!("the built-in kwok Metric: {e}"))?;
+    let r = ResourceRef::new("kwok.x-k8s.io", "v1alpha1", "metrics");
+    match api.create(&r, "", metric, &Default::default()).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(anyhow!(
+            "cannot create kwok's resource Metric: {}",
+            e.message
+        )),
+    }
+}
+
 /// Starts the server with its files in `report_dir`; `address` is the
 /// in-process cluster's `127.0.0.1:<port>`.
 pub async fn start(
@@ -24,6 +44,7 @@ pub async fn start(
     report_dir: &Path,
     clock: &Clock,
 ) -> anyhow::Result<PromServer> {
+    ensure_kubelet_metrics(api).await?;
     let nodes = api
         .list(&ResourceRef::core("nodes"), "", &ListOptions::default())
         .await
