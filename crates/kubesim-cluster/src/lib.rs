@@ -62,6 +62,7 @@ pub struct SchedulerPart {
     /// Run the built-in scheduler; false when an outside one binds pods
     /// (its configuration still decides whether PodGroups are served).
     pub builtin: bool,
+    /// Where the built-in scheduler records (a fresh set when None).
     pub metrics: Option<Arc<kubesim_scheduler::Metrics>>,
 }
 
@@ -70,6 +71,8 @@ pub struct Running {
     pub informers: Arc<Informers>,
     /// The emulated kubelets' usage, for kwok's Metric endpoints.
     pub usage: Option<Arc<kubesim_emulator::usage::Model>>,
+    /// The built-in scheduler's metrics, for `/metrics`.
+    pub scheduler_metrics: Option<Arc<kubesim_scheduler::Metrics>>,
     /// Every component's task; dropping the set stops them. Callers may
     /// add tasks of their own.
     pub tasks: JoinSet<()>,
@@ -138,6 +141,7 @@ impl Cluster {
                 cm.options,
             ));
         }
+        let mut scheduler_metrics = None;
         if let Some(s) = components.scheduler {
             // Gang scheduling reads PodGroups, a kind upstream installs as
             // a CRD beside scheduler-plugins: defined before any scheduler
@@ -148,13 +152,15 @@ impl Cluster {
                     .map_err(|e| anyhow::anyhow!(e))?;
             }
             if s.builtin {
+                let metrics = s.metrics.unwrap_or_default();
+                scheduler_metrics = Some(metrics.clone());
                 tasks.spawn(kubesim_scheduler::run_with_metrics(
                     self.api_as("default-scheduler", "system:kube-scheduler"),
                     informers.clone(),
                     clock.clone(),
                     rng.clone(),
                     s.config,
-                    s.metrics,
+                    Some(metrics),
                 ));
             }
         }
@@ -173,6 +179,7 @@ impl Cluster {
         Ok(Running {
             informers,
             usage,
+            scheduler_metrics,
             tasks,
         })
     }

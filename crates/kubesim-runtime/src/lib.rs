@@ -18,6 +18,7 @@ pub mod client_limits;
 pub mod clock;
 pub mod decode;
 pub mod events;
+pub mod histogram;
 pub mod informer;
 mod panics;
 #[cfg(feature = "remote")]

@@ -53,6 +53,7 @@ pub mod config;
 pub mod coscheduling;
 pub mod framework;
 pub mod info;
+pub mod metrics;
 pub mod plugins;
 pub mod preemption;
 pub mod profile;
@@ -61,4 +62,5 @@ pub mod scheduler;
 pub mod view;
 
 pub use config::SchedulerConfig;
-pub use scheduler::{run, run_with_metrics, Metrics};
+pub use metrics::Metrics;
+pub use scheduler::{run, run_with_metrics};

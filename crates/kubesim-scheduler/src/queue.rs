@@ -60,6 +60,9 @@ struct Entry {
     /// When the pod last entered the queue or last failed: orders pods of
     /// equal priority and starts the backoff.
     timestamp: Instant,
+    /// When the pod first entered the queue: the start of its scheduling
+    /// SLI, however many attempts it takes.
+    queued: Instant,
     seq: u64,
     place: Place,
     /// The plugins that rejected the pod in its last attempt.
@@ -74,6 +77,8 @@ pub struct QueuedPod {
     pub attempts: u32,
     /// The scheduling cycle this attempt belongs to.
     pub cycle: u64,
+    /// When the pod first entered the queue.
+    pub queued: Instant,
 }
 
 type ActiveKey = (Reverse<i32>, Instant, u64);
@@ -194,6 +199,7 @@ impl Queue {
                     info: e.info.clone(),
                     attempts: e.attempts,
                     cycle,
+                    queued: e.queued,
                 });
             }
         }
@@ -353,6 +359,7 @@ impl Queue {
                         info,
                         attempts: 0,
                         timestamp: now,
+                        queued: now,
                         seq: 0,
                         place: Place::Gated,
                         plugins: BTreeSet::new(),
@@ -450,6 +457,7 @@ impl Queue {
             info: e.info.clone(),
             attempts: e.attempts,
             cycle: self.cycle,
+            queued: e.queued,
         })
     }
 
@@ -505,6 +513,7 @@ impl Queue {
             info: info.clone(),
             attempts,
             timestamp: now,
+            queued: now,
             seq: 0,
             place: Place::InFlight,
             plugins: BTreeSet::new(),

@@ -21,6 +21,7 @@ use crate::cache::{is_terminal, Cache};
 use crate::config::SchedulerConfig;
 use crate::coscheduling::{self, PodGroup};
 use crate::framework::{Nomination, PodInfo, Snapshot};
+use crate::metrics::{Metrics, Outcome};
 use crate::profile::Profile;
 use crate::queue::{ClusterEvent, QueuedPod, SchedulingQueue};
 
@@ -40,6 +41,10 @@ enum Job {
         attempts: u32,
         /// When the attempt started (for [`Metrics`]).
         started: tokio::time::Instant,
+        /// When the pod first entered the queue (its SLI's start).
+        queued: tokio::time::Instant,
+        /// The profile that placed it, for the metrics' labels.
+        profile: String,
     },
     Failed {
         pod: Arc<PodInfo>,
@@ -57,13 +62,6 @@ struct Shared {
     metrics: Option<Arc<Metrics>>,
     /// The PodGroups, followed only when a profile enables Coscheduling.
     groups: parking_lot::Mutex<coscheduling::Groups>,
-}
-
-/// Measurements for benchmarks: the duration of each successful attempt,
-/// from the pod leaving the queue to its binding being written.
-#[derive(Default)]
-pub struct Metrics {
-    pub attempt_durations: parking_lot::Mutex<Vec<std::time::Duration>>,
 }
 
 /// Aborts a spawned task when dropped, so dropping [`run`] stops it all.
@@ -314,6 +312,13 @@ fn tokio_stream_of<T: Send + 'static>(
 }
 
 impl Shared {
+    /// Counts an attempt that placed nothing.
+    fn observe_failed(&self, profile: &Profile, outcome: Outcome, started: tokio::time::Instant) {
+        if let Some(m) = &self.metrics {
+            m.attempt(&profile.name, outcome, self.clock.instant() - started, None);
+        }
+    }
+
     fn schedule_one(
         &self,
         started: tokio::time::Instant,
@@ -354,9 +359,12 @@ impl Shared {
                     node: placement.node,
                     attempts: qp.attempts,
                     started,
+                    queued: qp.queued,
+                    profile: profile.name.clone(),
                 });
             }
             Err(ScheduleError::Unschedulable(fit)) => {
+                self.observe_failed(profile, Outcome::Unschedulable, started);
                 let mut nomination = None;
                 let mut post_msg = String::new();
                 if !profile.post_filter.is_empty() && fit.nodes > 0 {
@@ -391,6 +399,7 @@ impl Shared {
                 });
             }
             Err(ScheduleError::Internal(e)) => {
+                self.observe_failed(profile, Outcome::Error, started);
                 tracing::warn!(pod = %pod.key, error = %e, "scheduling failed");
                 self.queue
                     .with(|q, now| q.requeue_backoff(pod.clone(), qp.attempts, now));
@@ -411,12 +420,21 @@ impl Shared {
                 node,
                 attempts,
                 started,
+                queued,
+                profile,
             } => {
-                if self.bind(pod, node, attempts).await {
-                    if let Some(m) = &self.metrics {
-                        m.attempt_durations
-                            .lock()
-                            .push(self.clock.instant() - started);
+                let bound = self.bind(pod, node, attempts).await;
+                if let Some(m) = &self.metrics {
+                    let now = self.clock.instant();
+                    if bound {
+                        m.attempt(
+                            &profile,
+                            Outcome::Scheduled,
+                            now - started,
+                            Some((now - queued, attempts)),
+                        );
+                    } else {
+                        m.attempt(&profile, Outcome::Error, now - started, None);
                     }
                 }
             }

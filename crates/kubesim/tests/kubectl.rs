@@ -76,6 +76,33 @@ fn discovery_and_explain() {
     assert!(metrics.contains("apiserver_request_duration_seconds_bucket{"));
 }
 
+/// The built-in scheduler's series, under kube-scheduler's names, are on
+/// the API server's `/metrics`, where ClusterLoader2's queries read them.
+#[test]
+fn scheduler_series_are_on_metrics() {
+    let c = Cluster::start_with("kubectl-scheduler-metrics", &["--nodes", "1"]);
+    c.until(&["get", "nodes"], |o| o.contains(" Ready"));
+    c.ok(&["run", "placed", "--image=x"]);
+    c.ok(&[
+        "run",
+        "stuck",
+        "--image=x",
+        "--overrides={\"spec\":{\"nodeSelector\":{\"no\":\"such-node\"}}}",
+    ]);
+    let metrics = c.until(&["get", "--raw", "/metrics"], |m| {
+        m.contains("scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} 1\n")
+            && m.contains("scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"unschedulable\"}")
+    });
+    assert!(
+        metrics.contains("scheduler_pod_scheduling_sli_duration_seconds_count{attempts=\"1\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("scheduler_scheduling_attempt_duration_seconds_bucket{profile=\"default-scheduler\",result=\"scheduled\",le=\"+Inf\"} 1\n"),
+        "{metrics}"
+    );
+}
+
 #[test]
 fn apply_get_patch_and_delete() {
     let c = start("crud");

@@ -126,7 +126,10 @@ fn non_resource(app: &App, req: &Request, route: Route) -> Result<Response, ApiE
             b"ok".to_vec(),
         )),
         Route::Metrics => {
-            let text = app.metrics.render(&app.server.store.counts());
+            let mut text = app.metrics.render(&app.server.store.counts());
+            if let Some(extra) = &app.extra {
+                extra.metrics(&mut text);
+            }
             Ok(bytes_response(
                 200,
                 "text/plain; version=0.0.4; charset=utf-8",

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use kubesim_runtime::histogram::Histogram;
+
 use super::inflight::Counters;
 
 /// Upstream's `apiserver_request_duration_seconds` buckets.
@@ -33,28 +35,6 @@ pub struct Labels {
     pub resource: String,
     pub subresource: String,
     pub scope: &'static str,
-}
-
-#[derive(Default)]
-struct Histogram {
-    counts: Vec<u64>,
-    sum: f64,
-    count: u64,
-}
-
-impl Histogram {
-    fn observe(&mut self, bounds: &[f64], seconds: f64) {
-        if self.counts.is_empty() {
-            self.counts = vec![0; bounds.len()];
-        }
-        for (i, b) in bounds.iter().enumerate() {
-            if seconds <= *b {
-                self.counts[i] += 1;
-            }
-        }
-        self.sum += seconds;
-        self.count += 1;
-    }
 }
 
 #[derive(Default)]
@@ -147,12 +127,11 @@ impl Metrics {
         );
         out.push_str("# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
         for (l, h) in self.durations.lock().iter() {
-            render_histogram(
+            h.render(
                 &mut out,
                 "apiserver_request_duration_seconds",
                 &lbl(l),
                 BUCKETS,
-                h,
             );
         }
         out.push_str("# HELP apiserver_request_sli_duration_seconds Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_sli_duration_seconds histogram\n");
@@ -161,12 +140,11 @@ impl Metrics {
                 "component=\"apiserver\",group=\"{}\",resource=\"{}\",scope=\"{}\",subresource=\"{}\",verb=\"{}\",version=\"{}\"",
                 l.group, l.resource, l.scope, l.subresource, l.verb, l.version
             );
-            render_histogram(
+            h.render(
                 &mut out,
                 "apiserver_request_sli_duration_seconds",
                 &base,
                 SLI_BUCKETS,
-                h,
             );
         }
         out.push_str("# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n");
@@ -226,15 +204,6 @@ impl Metrics {
             }
         }
     }
-}
-
-fn render_histogram(out: &mut String, name: &str, labels: &str, bounds: &[f64], h: &Histogram) {
-    for (b, n) in bounds.iter().zip(&h.counts) {
-        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {n}");
-    }
-    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
-    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
-    let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
 }
 
 #[cfg(test)]

@@ -55,6 +55,10 @@ pub struct App {
 pub trait ExtraRoutes: Send + Sync {
     /// The content type and body for `path`, or None when not served.
     fn get(&self, path: &str) -> Option<(String, Vec<u8>)>;
+
+    /// Series of the process's other components (the scheduler's, ...),
+    /// appended to `/metrics` in Prometheus' text format.
+    fn metrics(&self, _out: &mut String) {}
 }
 
 /// The router: every path goes through one handler that parses it, because

@@ -72,12 +72,16 @@ impl Shared {
             for f in out.fitted {
                 self.cache.assume(&f.pod, &f.node);
                 self.queue.with(|q, _| q.done(&f.pod.key));
-                let attempts = cycles.get(&f.pod.key).map_or(1, |m| m.attempts);
+                let (attempts, queued) = cycles
+                    .get(&f.pod.key)
+                    .map_or((1, gang.started), |m| (m.attempts, m.queued));
                 let _ = tx.send(Job::Bind {
                     pod: f.pod,
                     node: f.node,
                     attempts,
                     started: gang.started,
+                    queued,
+                    profile: profile.name.clone(),
                 });
             }
             // Members beyond minMember that did not fit wait as lone pods.

@@ -104,7 +104,7 @@ async fn bench(nodes: usize, pods: usize, affinity: bool, deployment: bool) -> a
         );
     }
 
-    let metrics = Arc::new(kubesim_scheduler::Metrics::default());
+    let metrics = Arc::new(kubesim_scheduler::Metrics::with_samples());
     let start = clock.instant();
     let cpu0 = cpu_seconds("self");
     // The nodes have no kubelets renewing Leases (as in kube-scheduler's

@@ -1,7 +1,8 @@
 //! kwok's Metric endpoints of the emulated nodes (such as
 //! `/metrics/nodes/<node>/metrics/resource`): served beside the API by
 //! `up`, on a listener of their own by `emulate`, where metrics-server or
-//! Prometheus scrape them.
+//! Prometheus scrape them; and the scheduler's series that `up` adds to
+//! the API server's `/metrics`.
 
 use std::sync::Arc;
 
@@ -11,13 +12,24 @@ use kubesim_emulator::usage::Model;
 
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The endpoints as routes of the API server.
-pub struct KubeletMetrics(pub Arc<Model>);
+/// What the in-process components serve beside the API: the emulated
+/// kubelets' endpoints, and the scheduler's series on `/metrics`.
+pub struct ComponentRoutes {
+    pub kubelets: Option<Arc<Model>>,
+    pub scheduler: Option<Arc<kubesim_scheduler::Metrics>>,
+}
 
-impl kubesim_apiserver::http::ExtraRoutes for KubeletMetrics {
+impl kubesim_apiserver::http::ExtraRoutes for ComponentRoutes {
     fn get(&self, path: &str) -> Option<(String, Vec<u8>)> {
-        kubesim_emulator::usage::metric::serve(&self.0, path)
+        let model = self.kubelets.as_ref()?;
+        kubesim_emulator::usage::metric::serve(model, path)
             .map(|text| (CONTENT_TYPE.to_string(), text.into_bytes()))
+    }
+
+    fn metrics(&self, out: &mut String) {
+        if let Some(s) = &self.scheduler {
+            s.render(out);
+        }
     }
 }
 

@@ -342,12 +342,13 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             }),
         })
         .await?;
-    // kwok's Metric endpoints of the emulated kubelets, served by the
-    // HTTP server below.
-    let kubelet_metrics = components.usage.clone().map(|u| {
-        Arc::new(super::kubelet_metrics::KubeletMetrics(u))
-            as Arc<dyn kubesim_apiserver::http::ExtraRoutes>
-    });
+    // kwok's Metric endpoints of the emulated kubelets, and the
+    // scheduler's series on /metrics, served by the HTTP server below.
+    let kubelet_metrics: Option<Arc<dyn kubesim_apiserver::http::ExtraRoutes>> =
+        Some(Arc::new(super::kubelet_metrics::ComponentRoutes {
+            kubelets: components.usage.clone(),
+            scheduler: components.scheduler_metrics.clone(),
+        }));
     let (url, kc_text) = match &pki {
         Some(p) => {
             let url = format!("https://{addr}");
