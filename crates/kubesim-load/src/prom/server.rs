@@ -245,11 +245,11 @@ mod tests {
         assert_eq!(jobs[1]["static_configs"][0]["targets"][0], "127.0.0.1:6443");
     }
 
-    #[tokio::test]
-    async fn a_missing_binary_is_one_clear_error() {
-        let dir = std::env::temp_dir().join(format!("kubesim-prom-missing-{}", std::process::id()));
+    /// Starts `binary` as the server in a directory of its own; its error.
+    async fn start_error(name: &str, binary: impl FnOnce(&Path) -> PathBuf) -> String {
+        let dir = std::env::temp_dir().join(format!("kubesim-prom-{name}-{}", std::process::id()));
         let opts = ServerOptions {
-            binary: dir.join("no-such-prometheus"),
+            binary: binary(&dir),
             dir: dir.clone(),
             scrape_interval: Duration::from_secs(5),
             targets: vec![],
@@ -257,29 +257,24 @@ mod tests {
         let e = PromServer::start(&opts, &Clock::wall())
             .await
             .err()
-            .expect("no binary");
+            .expect("the server does not start");
+        std::fs::remove_dir_all(&dir).ok();
+        e
+    }
+
+    #[tokio::test]
+    async fn a_missing_binary_is_one_clear_error() {
+        let e = start_error("missing", |d| d.join("no-such-prometheus")).await;
         assert!(e.starts_with("cannot run "), "{e}");
         assert!(e.contains("install Prometheus"), "{e}");
         assert!(!e.contains('\n'), "{e}");
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[tokio::test]
     async fn a_server_that_exits_at_once_is_reported_with_its_log() {
         // `false` stands for a prometheus that refuses its configuration.
-        let dir = std::env::temp_dir().join(format!("kubesim-prom-exit-{}", std::process::id()));
-        let opts = ServerOptions {
-            binary: "false".into(),
-            dir: dir.clone(),
-            scrape_interval: Duration::from_secs(5),
-            targets: vec![],
-        };
-        let e = PromServer::start(&opts, &Clock::wall())
-            .await
-            .err()
-            .expect("exits");
+        let e = start_error("exit", |_| "false".into()).await;
         assert!(e.starts_with("Prometheus exited"), "{e}");
         assert!(e.contains("prometheus.log"), "{e}");
-        std::fs::remove_dir_all(&dir).ok();
     }
 }
