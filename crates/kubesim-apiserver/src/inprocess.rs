@@ -17,6 +17,7 @@ use kubesim_store::Record;
 use serde_json::{json, Value};
 
 use crate::auth::{Attributes, RequestAuth, UserInfo};
+use crate::http::metrics::Labels;
 use crate::service::approval::ApprovalChange;
 use crate::service::prepare_ahead::AnnouncedPatch;
 use crate::service::read::list_json;
@@ -106,6 +107,58 @@ impl InProcess {
         }
     }
 
+    /// Runs `call`, counting it as a `verb` request on `r` when the server
+    /// counts in-process calls (a binding as upstream's scheduler sends
+    /// it: a POST of `pods/binding`).
+    #[allow(clippy::too_many_arguments)]
+    async fn counted<T>(
+        &self,
+        verb: &'static str,
+        r: &ResourceRef,
+        ns: &str,
+        named: bool,
+        sub: Option<&str>,
+        call: impl Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        let Some(metrics) = self.server.request_metrics() else {
+            return call.await;
+        };
+        let started = self.server.clock.instant();
+        let out = call.await;
+        let binding = r.group.is_empty() && r.plural == "bindings";
+        let labels = Labels {
+            verb,
+            dry_run: false,
+            group: r.group.clone(),
+            version: r.version.clone(),
+            resource: if binding {
+                "pods".into()
+            } else {
+                r.plural.clone()
+            },
+            subresource: if binding {
+                "binding".into()
+            } else {
+                sub.unwrap_or_default().to_string()
+            },
+            scope: if named || binding {
+                "resource"
+            } else if ns.is_empty() {
+                "cluster"
+            } else {
+                "namespace"
+            },
+        };
+        let code = match &out {
+            Ok(_) if verb == "POST" => 201,
+            Ok(_) => 200,
+            Err(e) => e.code,
+        };
+        let secs = (self.server.clock.instant() - started).as_secs_f64();
+        metrics.observe(labels, code, secs);
+        out
+    }
+
     fn resource(&self, r: &ResourceRef) -> Result<Arc<ResourceInfo>, ApiError> {
         self.server.resource(&r.group, &r.version, &r.plural)
     }
@@ -159,36 +212,39 @@ impl InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        self.as_identity(async {
-            let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
-            self.allowed("patch", &res, ns, name, subresource)?;
-            let opts = &opts;
-            if subresource == Some("scale") {
-                let json;
-                let bytes = match body {
-                    PatchBody::Bytes(b) => b,
-                    PatchBody::Value(v) => {
-                        json = v.to_string().into_bytes();
-                        &json
-                    }
-                };
-                return self
+        self.counted("PATCH", r, ns, true, subresource, async {
+            self.as_identity(async {
+                let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
+                self.allowed("patch", &res, ns, name, subresource)?;
+                let opts = &opts;
+                if subresource == Some("scale") {
+                    let json;
+                    let bytes = match body {
+                        PatchBody::Bytes(b) => b,
+                        PatchBody::Value(v) => {
+                            json = v.to_string().into_bytes();
+                            &json
+                        }
+                    };
+                    return self
+                        .server
+                        .write_scale(
+                            &res,
+                            ns,
+                            name,
+                            ScaleChange::Patch(kind, bytes),
+                            opts,
+                            &self.caller,
+                        )
+                        .await;
+                }
+                Ok(self
                     .server
-                    .write_scale(
-                        &res,
-                        ns,
-                        name,
-                        ScaleChange::Patch(kind, bytes),
-                        opts,
-                        &self.caller,
-                    )
-                    .await;
-            }
-            Ok(self
-                .server
-                .patch(&res, ns, name, kind, body, subresource, opts, &self.caller)
-                .await?
-                .obj)
+                    .patch(&res, ns, name, kind, body, subresource, opts, &self.caller)
+                    .await?
+                    .obj)
+            })
+            .await
         })
         .await
     }
@@ -344,19 +400,25 @@ impl Api for InProcess {
     }
 
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
-        let res = self.resource(r)?;
-        Self::check(&res, ns, None, true)?;
-        self.allowed("get", &res, ns, name, None)?;
-        self.server.get(&res, ns, name)
+        self.counted("GET", r, ns, true, None, async {
+            let res = self.resource(r)?;
+            Self::check(&res, ns, None, true)?;
+            self.allowed("get", &res, ns, name, None)?;
+            self.server.get(&res, ns, name)
+        })
+        .await
     }
 
     async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError> {
-        let res = self.resource(r)?;
-        Self::check(&res, ns, None, false)?;
-        self.allowed("list", &res, ns, "", None)?;
-        let page = self.server.list(&res, ns, opts)?;
-        serde_json::from_slice(&list_json(&res, &page))
-            .map_err(|e| ApiError::internal(format!("list is corrupt: {e}")))
+        self.counted("LIST", r, ns, false, None, async {
+            let res = self.resource(r)?;
+            Self::check(&res, ns, None, false)?;
+            self.allowed("list", &res, ns, "", None)?;
+            let page = self.server.list(&res, ns, opts)?;
+            serde_json::from_slice(&list_json(&res, &page))
+                .map_err(|e| ApiError::internal(format!("list is corrupt: {e}")))
+        })
+        .await
     }
 
     async fn list_with_bytes(
@@ -365,23 +427,26 @@ impl Api for InProcess {
         ns: &str,
         opts: &ListOptions,
     ) -> Result<(Value, Vec<Option<Bytes>>), ApiError> {
-        let res = self.resource(r)?;
-        Self::check(&res, ns, None, false)?;
-        self.allowed("list", &res, ns, "", None)?;
-        let page = self.server.list(&res, ns, opts)?;
-        let mut list = json!({
-            "kind": res.list_kind(),
-            "apiVersion": res.api_version(),
-            "metadata": {"resourceVersion": page.rev.to_string()},
-        });
-        if let Some(c) = &page.continue_token {
-            list["metadata"]["continue"] = Value::String(c.clone());
-        }
-        list["items"] = Value::Array(decode_all(&page.items)?);
-        Ok((
-            list,
-            page.items.iter().map(|r| Some(r.bytes.clone())).collect(),
-        ))
+        self.counted("LIST", r, ns, false, None, async {
+            let res = self.resource(r)?;
+            Self::check(&res, ns, None, false)?;
+            self.allowed("list", &res, ns, "", None)?;
+            let page = self.server.list(&res, ns, opts)?;
+            let mut list = json!({
+                "kind": res.list_kind(),
+                "apiVersion": res.api_version(),
+                "metadata": {"resourceVersion": page.rev.to_string()},
+            });
+            if let Some(c) = &page.continue_token {
+                list["metadata"]["continue"] = Value::String(c.clone());
+            }
+            list["items"] = Value::Array(decode_all(&page.items)?);
+            Ok((
+                list,
+                page.items.iter().map(|r| Some(r.bytes.clone())).collect(),
+            ))
+        })
+        .await
     }
 
     async fn create(
@@ -391,19 +456,22 @@ impl Api for InProcess {
         obj: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        self.as_identity(async {
-            let (res, opts) = self.writing(r, ns, None, false, opts)?;
-            self.allowed("create", &res, ns, "", None)?;
-            let opts = &opts;
-            if is_core(&res, "bindings") {
-                let name = meta::name(&obj).to_string();
-                return self.server.bind(ns, &name, &obj).await;
-            }
-            Ok(self
-                .server
-                .create(&res, ns, obj, opts, &self.caller)
-                .await?
-                .obj)
+        self.counted("POST", r, ns, false, None, async {
+            self.as_identity(async {
+                let (res, opts) = self.writing(r, ns, None, false, opts)?;
+                self.allowed("create", &res, ns, "", None)?;
+                let opts = &opts;
+                if is_core(&res, "bindings") {
+                    let name = meta::name(&obj).to_string();
+                    return self.server.bind(ns, &name, &obj).await;
+                }
+                Ok(self
+                    .server
+                    .create(&res, ns, obj, opts, &self.caller)
+                    .await?
+                    .obj)
+            })
+            .await
         })
         .await
     }
@@ -416,49 +484,52 @@ impl Api for InProcess {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        self.as_identity(async {
-            let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
-            let opts = &opts;
-            let name = meta::name(&obj).to_string();
-            if name.is_empty() {
-                return Err(ApiError::bad_request("the object has no name"));
-            }
-            self.allowed("update", &res, ns, &name, subresource)?;
-            match subresource {
-                Some("finalize") => {
-                    self.server
-                        .finalize_namespace(&name, &obj, &self.caller)
-                        .await
+        self.counted("PUT", r, ns, true, subresource, async {
+            self.as_identity(async {
+                let (res, opts) = self.writing(r, ns, subresource, true, opts)?;
+                let opts = &opts;
+                let name = meta::name(&obj).to_string();
+                if name.is_empty() {
+                    return Err(ApiError::bad_request("the object has no name"));
                 }
-                Some("scale") => {
-                    self.server
-                        .write_scale(
+                self.allowed("update", &res, ns, &name, subresource)?;
+                match subresource {
+                    Some("finalize") => {
+                        self.server
+                            .finalize_namespace(&name, &obj, &self.caller)
+                            .await
+                    }
+                    Some("scale") => {
+                        self.server
+                            .write_scale(
+                                &res,
+                                ns,
+                                &name,
+                                ScaleChange::Replace(&obj),
+                                opts,
+                                &self.caller,
+                            )
+                            .await
+                    }
+                    Some("approval") => Ok(self
+                        .server
+                        .write_approval(
                             &res,
-                            ns,
                             &name,
-                            ScaleChange::Replace(&obj),
+                            ApprovalChange::Replace(obj),
                             opts,
                             &self.caller,
                         )
-                        .await
+                        .await?
+                        .obj),
+                    _ => Ok(self
+                        .server
+                        .update(&res, ns, &name, obj, subresource, opts, &self.caller)
+                        .await?
+                        .obj),
                 }
-                Some("approval") => Ok(self
-                    .server
-                    .write_approval(
-                        &res,
-                        &name,
-                        ApprovalChange::Replace(obj),
-                        opts,
-                        &self.caller,
-                    )
-                    .await?
-                    .obj),
-                _ => Ok(self
-                    .server
-                    .update(&res, ns, &name, obj, subresource, opts, &self.caller)
-                    .await?
-                    .obj),
-            }
+            })
+            .await
         })
         .await
     }
@@ -516,11 +587,14 @@ impl Api for InProcess {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        self.as_identity(async {
-            let res = self.resource(r)?;
-            Self::check(&res, ns, None, true)?;
-            self.allowed("delete", &res, ns, name, None)?;
-            Ok(self.server.delete(&res, ns, name, opts).await?.body)
+        self.counted("DELETE", r, ns, true, None, async {
+            self.as_identity(async {
+                let res = self.resource(r)?;
+                Self::check(&res, ns, None, true)?;
+                self.allowed("delete", &res, ns, name, None)?;
+                Ok(self.server.delete(&res, ns, name, opts).await?.body)
+            })
+            .await
         })
         .await
     }

@@ -9,7 +9,7 @@ use axum::body::Body;
 use http::{Method, Request};
 use http_body_util::BodyExt;
 use kubesim_apiserver::audit::{Auditor, Policy};
-use kubesim_apiserver::http::{metrics::Metrics, router, App};
+use kubesim_apiserver::http::{router, App};
 use kubesim_apiserver::Server;
 use kubesim_runtime::{Clock, Rng};
 use kubesim_store::{MemStore, Store};
@@ -58,7 +58,7 @@ async fn app(log: &Log) -> axum::Router {
     let auditor = Auditor::new(Policy::parse(POLICY).unwrap(), Box::new(log.clone()));
     router(Arc::new(App {
         server,
-        metrics: Metrics::default(),
+        metrics: Default::default(),
         address: "127.0.0.1:6443".into(),
         auth: Default::default(),
         extra: None,

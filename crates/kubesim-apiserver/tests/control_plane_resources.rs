@@ -9,7 +9,7 @@ use axum::body::Body;
 use base64::Engine;
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use kubesim_apiserver::http::{metrics::Metrics, router, App};
+use kubesim_apiserver::http::{router, App};
 use kubesim_apiserver::Server;
 use kubesim_runtime::{Clock, Rng};
 use kubesim_store::{MemStore, Store};
@@ -27,7 +27,7 @@ async fn app() -> axum::Router {
     server.bootstrap().await.expect("bootstrap");
     router(Arc::new(App {
         server,
-        metrics: Metrics::default(),
+        metrics: Default::default(),
         address: "127.0.0.1:6443".into(),
         auth: Default::default(),
         extra: None,

@@ -101,6 +101,19 @@ fn scheduler_series_are_on_metrics() {
         metrics.contains("scheduler_scheduling_attempt_duration_seconds_bucket{profile=\"default-scheduler\",result=\"scheduled\",le=\"+Inf\"} 1\n"),
         "{metrics}"
     );
+    // The in-process scheduler's binding counts as the request a real
+    // scheduler sends: a POST of pods/binding.
+    let binding = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("apiserver_request_total{")
+                && l.contains("resource=\"pods\"")
+                && l.contains("subresource=\"binding\"")
+                && l.contains("verb=\"POST\"")
+                && l.contains("code=\"201\"")
+        })
+        .unwrap_or_else(|| panic!("no binding request counted:\n{metrics}"));
+    assert!(binding.ends_with(" 1"), "{binding}");
 }
 
 #[test]

@@ -35,7 +35,7 @@ pub const MAX_BODY: usize = 3 * 1024 * 1024;
 /// Shared state of the HTTP front.
 pub struct App {
     pub server: Arc<Server>,
-    pub metrics: metrics::Metrics,
+    pub metrics: Arc<metrics::Metrics>,
     /// host:port clients reach us at, for `/api`'s serverAddressByClientCIDRs.
     pub address: String,
     /// How requests are authenticated (see `auth::authn`).

@@ -76,9 +76,25 @@ pub struct Server {
     announced: create_ahead::Announced,
     /// RBAC's view of the roles and bindings (see `auth::rbac`).
     pub(crate) rbac: crate::auth::rbac::Authorizer,
+    /// Where in-process calls are counted as requests, when the server
+    /// also serves HTTP (see [`Server::count_in_process_requests`]).
+    request_metrics: std::sync::OnceLock<Arc<crate::http::metrics::Metrics>>,
 }
 
 impl Server {
+    /// Counts the in-process components' calls in `metrics` as the real
+    /// API server counts its components' requests, so that
+    /// `apiserver_request_total` and its histograms see the scheduler's
+    /// bindings and the controllers' writes too. Only the first call
+    /// takes effect.
+    pub fn count_in_process_requests(&self, metrics: Arc<crate::http::metrics::Metrics>) {
+        let _ = self.request_metrics.set(metrics);
+    }
+
+    pub(crate) fn request_metrics(&self) -> Option<&Arc<crate::http::metrics::Metrics>> {
+        self.request_metrics.get()
+    }
+
     pub fn new(store: Arc<dyn Store>, clock: Clock, rng: Rng) -> Arc<Self> {
         let s = Arc::new(Server {
             registry: Registry::new(),
@@ -94,6 +110,7 @@ impl Server {
             predecode: std::sync::OnceLock::new(),
             announced: create_ahead::Announced::default(),
             rbac: Default::default(),
+            request_metrics: Default::default(),
         });
         s.load_custom_resources();
         s

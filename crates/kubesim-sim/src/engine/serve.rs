@@ -8,7 +8,6 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use kubesim_apiserver::http::metrics::Metrics;
 use kubesim_apiserver::http::query::Query;
 use kubesim_apiserver::http::route::{self, Route};
 use kubesim_apiserver::http::{router, App};
@@ -47,7 +46,7 @@ pub async fn run(
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let app = Arc::new(App {
         server,
-        metrics: Metrics::default(),
+        metrics: Default::default(),
         address,
         auth: Default::default(),
         extra: None,

@@ -362,7 +362,11 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             (url, kc)
         }
     };
-    let metrics = Metrics::default();
+    // The in-process components' calls count as requests, as a real
+    // cluster's components' requests do (the scheduler's bindings among
+    // them, which ClusterLoader2's scheduling throughput query reads).
+    let metrics = Arc::new(Metrics::default());
+    server.count_in_process_requests(metrics.clone());
     let app = Arc::new(App {
         server,
         inflight: args.protection.limits(&metrics),
