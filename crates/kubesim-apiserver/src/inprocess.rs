@@ -84,6 +84,9 @@ impl InProcess {
         if self.server.authorize(user, &a).allowed {
             Ok(())
         } else {
+            // A built-in component refused is worth telling: its role
+            // lacks something its loop does.
+            tracing::warn!(user = %user.name, verb, resource = %res.plural, subresource = sub.unwrap_or_default(), namespace = ns, "in-process request forbidden");
             Err(a.forbidden(&user.name))
         }
     }
@@ -348,6 +351,13 @@ impl Api for InProcess {
         Self::check(&res, ns, None, true)?;
         self.allowed("get", &res, ns, name, None)?;
         self.server.get(&res, ns, name)
+    }
+
+    async fn get_scale(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, Some("scale"), true)?;
+        self.allowed("get", &res, ns, name, Some("scale"))?;
+        self.server.get_scale(&res, ns, name)
     }
 
     async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError> {

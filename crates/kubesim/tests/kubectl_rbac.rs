@@ -304,3 +304,73 @@ fn aggregated_roles_follow_their_sources() {
         !out.contains("\"priorityclasses\"")
     });
 }
+
+/// The built-in controllers act as their own ServiceAccounts, each held to
+/// its `system:controller:*` role, and still do their work with RBAC on.
+#[test]
+fn controllers_run_as_their_own_service_accounts() {
+    let c = Cluster::start_with("kubectl-rbac-controllers", &["--tls", "--nodes", "2"]);
+    let denied = "in-process request forbidden";
+
+    // A Deployment rolls out (deployment and replicaset controllers, the
+    // scheduler, the kubelets), and deleting it takes its ReplicaSet and
+    // pods with it (the garbage collector).
+    c.ok(&w("create namespace shop"));
+    c.ok(&w(
+        "create deployment web --image=nginx --replicas=2 -n shop",
+    ));
+    c.ok(&w("rollout status deployment/web -n shop --timeout=90s"));
+    assert_eq!(
+        c.names(&w("get pods -n shop --field-selector=status.phase=Running"))
+            .len(),
+        2
+    );
+    c.ok(&w("delete deployment web -n shop"));
+    c.wait_for("the ReplicaSet and pods to be collected", || {
+        c.json(&w("get replicasets,pods -n shop"))["items"]
+            .as_array()
+            .is_some_and(|l| l.is_empty())
+    });
+
+    // Deleting a namespace empties it and removes it (namespace controller).
+    c.ok(&w("create configmap settings -n shop"));
+    c.ok(&w("delete namespace shop --wait=false"));
+    c.wait_for("the namespace to go", || {
+        !c.kubectl(&w("get namespace shop")).status.success()
+    });
+    assert!(!c.server.log().contains(denied), "{}", c.server.log());
+
+    // Each identity holds its role and nothing beyond it.
+    let rs = "system:serviceaccount:kube-system:replicaset-controller";
+    assert_eq!(can_i(&c, &["create", "pods", "--as", rs]), "yes");
+    assert_eq!(can_i(&c, &["create", "deployments.apps", "--as", rs]), "no");
+    let e = stderr(&c.kubectl(&["create", "secret", "generic", "s", "--as", rs]));
+    assert!(
+        e.contains(&format!(
+            "secrets is forbidden: User \"{rs}\" cannot create resource \"secrets\" in API group \"\" in the namespace \"default\""
+        )),
+        "{e}"
+    );
+
+    // The ReplicaSet controller's pods are created as that ServiceAccount:
+    // without the rule that lets it, they are not, and the refusal names it.
+    c.ok(&w("create deployment api --image=nginx --replicas=1"));
+    c.rollout_status("deployment/api");
+    let mut role = c.json(&w(
+        "get clusterrole system:controller:replicaset-controller",
+    ));
+    for rule in role["rules"].as_array_mut().expect("rules") {
+        if rule["resources"] == serde_json::json!(["pods"]) {
+            rule["verbs"] = serde_json::json!(["delete", "list", "patch", "watch"]);
+        }
+    }
+    c.apply_stdin(&["replace", "-f", "-"], &role.to_string());
+    c.ok(&w("scale deployment api --replicas=3"));
+    c.wait_for("the refusal to be logged", || {
+        c.server
+            .log()
+            .lines()
+            .any(|l| l.contains(denied) && l.contains(rs) && l.contains("create"))
+    });
+    assert_eq!(c.names(&w("get pods -l app=api")).len(), 1);
+}

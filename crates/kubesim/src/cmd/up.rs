@@ -317,10 +317,24 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
             who,
         ))
     };
+    let as_user = |who: &str, user| -> Arc<dyn kubesim_runtime::Api> {
+        Arc::new(kubesim_apiserver::inprocess::InProcess::as_user(
+            server.clone(),
+            who,
+            user,
+        ))
+    };
+    let controller_manager_user = || {
+        kubesim_apiserver::auth::UserInfo::authenticated("system:kube-controller-manager", vec![])
+    };
     // One set of informers shared by every in-process component, so each
     // change is decoded and cached once; it runs on a task of its own.
-    let informers =
-        kubesim_runtime::Informers::new(in_process("kubesim-informers"), server.clock.clone());
+    // They list and watch as kube-controller-manager's own user, as
+    // upstream's shared informers do (held to RBAC when it is on).
+    let informers = kubesim_runtime::Informers::new(
+        as_user("kubesim-informers", controller_manager_user()),
+        server.clock.clone(),
+    );
     // Pods are followed in full (the scheduler, the kubelets): asked for
     // before any component starts, that informer also serves the garbage
     // collector's narrower view, whichever component asks first.
@@ -331,8 +345,23 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
     });
     // The kube-controller-manager loops the API's semantics rely on
     // (namespace deletion, garbage collection), in process.
-    tokio::spawn(kubesim_controllers::run_with(
-        in_process("kube-controller-manager"),
+    // Each controller acts as its own ServiceAccount, held to its
+    // system:controller:* role, as kube-controller-manager with
+    // --use-service-account-credentials; the manager's own user records
+    // their events.
+    let identities = kubesim_controllers::Identities(Arc::new({
+        let server = server.clone();
+        move |account: &str| -> Arc<dyn kubesim_runtime::Api> {
+            Arc::new(kubesim_apiserver::inprocess::InProcess::as_user(
+                server.clone(),
+                "kube-controller-manager",
+                kubesim_apiserver::auth::rbac::bootstrap::controller_user(account),
+            ))
+        }
+    }));
+    tokio::spawn(kubesim_controllers::run_as(
+        as_user("kube-controller-manager", controller_manager_user()),
+        Some(identities),
         informers.clone(),
         server.registry.clone(),
         server.clock.clone(),
