@@ -80,14 +80,16 @@ impl InProcess {
             namespace: ns.into(),
             name: name.into(),
             path: String::new(),
+            field_selector: String::new(),
         };
-        if self.server.authorize(user, &a).allowed {
+        let d = self.server.authorize(user, &a);
+        if d.allowed {
             Ok(())
         } else {
             // A built-in component refused is worth telling: its role
             // lacks something its loop does.
             tracing::warn!(user = %user.name, verb, resource = %res.plural, subresource = sub.unwrap_or_default(), namespace = ns, "in-process request forbidden");
-            Err(a.forbidden(&user.name))
+            Err(a.forbidden_because(&user.name, &d.reason))
         }
     }
 
