@@ -78,7 +78,10 @@ pub struct Options {
 /// ServiceAccount in upstream's controller policy (`replicaset-controller`,
 /// `generic-garbage-collector`, ...).
 #[derive(Clone)]
-pub struct Identities(pub Arc<dyn Fn(&str) -> Arc<dyn Api> + Send + Sync>);
+pub struct Identities(pub Arc<ApiFor>);
+
+/// A function from a ServiceAccount's name to the Api acting as it.
+pub type ApiFor = dyn Fn(&str) -> Arc<dyn Api> + Send + Sync;
 
 impl std::fmt::Debug for Identities {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
