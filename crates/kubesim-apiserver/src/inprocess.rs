@@ -81,11 +81,16 @@ impl InProcess {
             namespace: ns.into(),
             name: name.into(),
             path: String::new(),
+            field_selector: String::new(),
         };
-        if self.server.authorize(user, &a).allowed {
+        let d = self.server.authorize(user, &a);
+        if d.allowed {
             Ok(())
         } else {
-            Err(a.forbidden(&user.name))
+            // A built-in component refused is worth telling: its role
+            // lacks something its loop does.
+            tracing::warn!(user = %user.name, verb, resource = %res.plural, subresource = sub.unwrap_or_default(), namespace = ns, "in-process request forbidden");
+            Err(a.forbidden_because(&user.name, &d.reason))
         }
     }
 
@@ -407,6 +412,13 @@ impl Api for InProcess {
             self.server.get(&res, ns, name)
         })
         .await
+    }
+
+    async fn get_scale(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let res = self.resource(r)?;
+        Self::check(&res, ns, Some("scale"), true)?;
+        self.allowed("get", &res, ns, name, Some("scale"))?;
+        self.server.get_scale(&res, ns, name)
     }
 
     async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError> {

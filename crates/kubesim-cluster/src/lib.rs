@@ -21,6 +21,8 @@ use kubesim_runtime::{Ahead, Api, Clock, Informers, ResourceRef, Rng};
 use kubesim_store::Store;
 use tokio::task::JoinSet;
 
+const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
 /// What the API server is built on.
 pub struct ClusterOptions {
     pub store: Arc<dyn Store>,
@@ -113,6 +115,25 @@ impl Cluster {
         }
     }
 
+    /// With RBAC on, each controller acts as its own ServiceAccount, held
+    /// to its `system:controller:*` role, as kube-controller-manager does
+    /// with `--use-service-account-credentials`.
+    fn controller_identities(&self) -> Option<kubesim_controllers::Identities> {
+        if !self.server.rbac_enabled() {
+            return None;
+        }
+        let server = self.server.clone();
+        Some(kubesim_controllers::Identities(Arc::new(
+            move |account: &str| -> Arc<dyn Api> {
+                Arc::new(InProcess::as_user(
+                    server.clone(),
+                    CONTROLLER_MANAGER,
+                    kubesim_apiserver::auth::rbac::bootstrap::controller_user(account),
+                ))
+            },
+        )))
+    }
+
     /// Starts the shared informers and the chosen components on the
     /// current runtime, in the order the API's semantics need: informers,
     /// controllers, the PodGroup kind, the scheduler, the kubelets.
@@ -120,8 +141,12 @@ impl Cluster {
         let clock = self.server.clock.clone();
         let rng = self.server.rng.clone();
         // One set of informers for every component, so each change is
-        // decoded and cached once.
-        let informers = Informers::new(self.api("kubesim-informers"), clock.clone());
+        // decoded and cached once. They list and watch as
+        // kube-controller-manager's user, as upstream's shared informers do.
+        let informers = Informers::new(
+            self.api_as("kubesim-informers", "system:kube-controller-manager"),
+            clock.clone(),
+        );
         // Pods are followed in full (the scheduler, the kubelets): asked
         // for before any component starts, that informer also serves the
         // garbage collector's narrower view, whichever component asks first.
@@ -132,8 +157,11 @@ impl Cluster {
             async move { i.run().await }
         });
         if let Some(cm) = components.controllers {
-            tasks.spawn(kubesim_controllers::run_with(
-                self.api("kube-controller-manager"),
+            // The manager's own user records the events and watches
+            // namespaces; each loop acts as its own account.
+            tasks.spawn(kubesim_controllers::run_as(
+                self.api_as(CONTROLLER_MANAGER, "system:kube-controller-manager"),
+                self.controller_identities(),
                 informers.clone(),
                 self.server.registry.clone(),
                 clock.clone(),

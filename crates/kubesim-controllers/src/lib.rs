@@ -74,6 +74,21 @@ pub struct Options {
     pub controllers: Controllers,
 }
 
+/// Gives the Api a controller acts through, by the name of its
+/// ServiceAccount in upstream's controller policy (`replicaset-controller`,
+/// `generic-garbage-collector`, ...).
+#[derive(Clone)]
+pub struct Identities(pub Arc<ApiFor>);
+
+/// A function from a ServiceAccount's name to the Api acting as it.
+pub type ApiFor = dyn Fn(&str) -> Arc<dyn Api> + Send + Sync;
+
+impl std::fmt::Debug for Identities {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Identities")
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -113,6 +128,22 @@ pub async fn run_with(
     root_ca: Option<String>,
     options: Options,
 ) {
+    run_as(api, None, informers, registry, clock, root_ca, options).await
+}
+
+/// [`run_with`], each controller acting through the Api `identities`
+/// gives it (as kube-controller-manager's
+/// `--use-service-account-credentials`); `api` records their events and
+/// watches namespaces. None: every loop uses `api`.
+pub async fn run_as(
+    api: Arc<dyn Api>,
+    identities: Option<Identities>,
+    informers: Arc<Informers>,
+    registry: Registry,
+    clock: Clock,
+    root_ca: Option<String>,
+    options: Options,
+) {
     let (recorder, events) =
         EventRecorder::new(api.clone(), clock.clone(), "kube-controller-manager");
     let ctx = Arc::new(Context {
@@ -123,23 +154,62 @@ pub async fn run_with(
         recorder,
     });
     let on = |name: &str| options.controllers.enabled(name);
-    let ns = namespace::NamespaceController::new(api.clone(), registry.clone(), clock.clone());
+    // Each loop's Api: its upstream controller's own, when given.
+    let api_as = |account: &str| -> Arc<dyn Api> {
+        match &identities {
+            Some(ids) => (ids.0)(account),
+            None => api.clone(),
+        }
+    };
+    let ctx_as = |account: &str| -> Arc<Context> {
+        if identities.is_none() {
+            return ctx.clone();
+        }
+        Arc::new(Context {
+            api: api_as(account),
+            informers: ctx.informers.clone(),
+            registry: ctx.registry.clone(),
+            clock: ctx.clock.clone(),
+            recorder: ctx.recorder.clone(),
+        })
+    };
+    let ns = namespace::NamespaceController::new(
+        api_as("namespace-controller"),
+        registry.clone(),
+        clock.clone(),
+    );
     // One loop does the work of two upstream controllers: the default
     // ServiceAccount of each namespace, and its copy of the cluster CA.
     let root_ca = root_ca.filter(|_| on("root-ca-certificate-publisher-controller"));
     let defaults = serviceaccount::NamespaceDefaults::new(api.clone(), clock.clone(), root_ca)
-        .with_service_accounts(on("serviceaccount-controller"));
-    let gc = gc::GarbageCollector::new(api, registry, informers.clone());
-    let jobs = job::JobController::new_with(ctx.clone(), on("ttl-after-finished-controller"));
-    let cronjobs = cronjob::CronJobController::new(ctx.clone());
-    let hpas = hpa::HpaController::new(ctx.clone());
-    let pdbs = pdb::PdbController::new(ctx.clone());
-    let replicasets = replicaset::ReplicaController::new(ctx.clone(), &replica_kind::REPLICA_SET);
-    let replication_controllers =
-        replicaset::ReplicaController::new(ctx.clone(), &replica_kind::REPLICATION_CONTROLLER);
-    let deployments = deployment::DeploymentController::new(ctx.clone());
-    let statefulsets = statefulset::StatefulSetController::new(ctx.clone());
-    let daemonsets = daemonset::DaemonSetController::new(ctx.clone());
+        .with_service_accounts(on("serviceaccount-controller"))
+        .with_writers(
+            api_as("service-account-controller"),
+            api_as("root-ca-cert-publisher"),
+        );
+    let gc = gc::GarbageCollector::new(
+        api_as("generic-garbage-collector"),
+        registry,
+        informers.clone(),
+    );
+    let jobs = job::JobController::new_as(
+        ctx_as("job-controller"),
+        on("ttl-after-finished-controller").then(|| ctx_as("ttl-after-finished-controller")),
+    );
+    let cronjobs = cronjob::CronJobController::new(ctx_as("cronjob-controller"));
+    let hpas = hpa::HpaController::new(ctx_as("horizontal-pod-autoscaler"));
+    let pdbs = pdb::PdbController::new(ctx_as("disruption-controller"));
+    let replicasets = replicaset::ReplicaController::new(
+        ctx_as("replicaset-controller"),
+        &replica_kind::REPLICA_SET,
+    );
+    let replication_controllers = replicaset::ReplicaController::new(
+        ctx_as("replication-controller"),
+        &replica_kind::REPLICATION_CONTROLLER,
+    );
+    let deployments = deployment::DeploymentController::new(ctx_as("deployment-controller"));
+    let statefulsets = statefulset::StatefulSetController::new(ctx_as("statefulset-controller"));
+    let daemonsets = daemonset::DaemonSetController::new(ctx_as("daemon-set-controller"));
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together. Each loop runs under the upstream
     // controller whose work it does.
@@ -154,45 +224,50 @@ pub async fn run_with(
         gated(on("garbage-collector-controller"), gc.run()),
         gated(
             on("endpoints-controller"),
-            endpoints::legacy::run(ctx.clone())
+            endpoints::legacy::run(ctx_as("endpoint-controller"))
         ),
         gated(
             on("endpointslice-controller"),
-            endpoints::slices::run(ctx.clone())
+            endpoints::slices::run(ctx_as("endpointslice-controller"))
         ),
         gated(
             options.node_lifecycle && on("node-lifecycle-controller"),
-            nodelifecycle::run(ctx.clone())
+            nodelifecycle::run(ctx_as("node-controller"))
         ),
         gated(
             on("taint-eviction-controller"),
-            taint_eviction::run(ctx.clone())
+            // Upstream's taint eviction acts with the node controller's role.
+            taint_eviction::run(ctx_as("node-controller"))
         ),
         gated(
             on("pod-garbage-collector-controller"),
-            podgc::run(ctx.clone(), options.terminated_pod_gc_threshold)
+            podgc::run(
+                ctx_as("pod-garbage-collector"),
+                options.terminated_pod_gc_threshold
+            )
         ),
         gated(
             on("persistentvolumeclaim-protection-controller")
                 || on("persistentvolume-protection-controller"),
-            storage_protection::run_with(
-                ctx.clone(),
+            storage_protection::run_as(
+                ctx_as("pvc-protection-controller"),
+                ctx_as("pv-protection-controller"),
                 on("persistentvolumeclaim-protection-controller"),
                 on("persistentvolume-protection-controller"),
             )
         ),
         gated(
             on("persistentvolume-binder-controller"),
-            volume_release::run(ctx.clone())
+            volume_release::run(ctx_as("persistent-volume-binder"))
         ),
         // Upstream's binder also gives waiting claims the default class.
         gated(
             on("persistentvolume-binder-controller"),
-            default_storage_class::run(ctx.clone())
+            default_storage_class::run(ctx_as("persistent-volume-binder"))
         ),
         gated(
             on("clusterrole-aggregation-controller"),
-            clusterrole_aggregation::run(ctx.clone())
+            clusterrole_aggregation::run(ctx_as("clusterrole-aggregation-controller"))
         ),
         gated(on("job-controller"), jobs.run()),
         gated(on("cronjob-controller"), cronjobs.run()),

@@ -77,15 +77,11 @@ async fn adopt(
         }
         true
     };
-    crate::edit(
-        api,
-        r,
-        meta::namespace(obj),
-        meta::name(obj),
-        meta::uid(obj),
-        &change,
-    )
-    .await?;
+    if controller_uid(obj).is_none() {
+        let patch =
+            json!({"metadata": {"ownerReferences": [reference.clone()], "uid": meta::uid(obj)}});
+        patch_meta(api, r, obj, patch).await?;
+    }
     let mut local = obj.clone();
     if change(&mut local) {
         result = Some(local);
@@ -111,15 +107,44 @@ pub(crate) async fn release(
         refs.retain(|x| x.get("uid").and_then(Value::as_str) != Some(owner_uid));
         before != refs.len()
     };
-    crate::edit(
-        api,
-        r,
-        meta::namespace(obj),
-        meta::name(obj),
-        meta::uid(obj),
-        &change,
-    )
-    .await
+    let mut local = obj.clone();
+    if !change(&mut local) {
+        return Ok(());
+    }
+    let patch = json!({"metadata": {
+        "ownerReferences": [{"$patch": "delete", "uid": owner_uid}],
+        "uid": meta::uid(obj),
+    }});
+    patch_meta(api, r, obj, patch).await
+}
+
+/// Adoption and release write as upstream's controllers do: a strategic
+/// merge patch of the owner references naming the object's uid, which
+/// their roles allow where reading the object may not be (a ReplicaSet's
+/// controller may patch pods, not get them). A vanished object, or another
+/// of the same name, is left alone.
+async fn patch_meta(
+    api: &dyn Api,
+    r: &ResourceRef,
+    obj: &Value,
+    patch: Value,
+) -> Result<(), ApiError> {
+    match api
+        .patch(
+            r,
+            meta::namespace(obj),
+            meta::name(obj),
+            kubesim_core::patch::PatchType::Strategic,
+            patch.to_string().into_bytes(),
+            None,
+            &kubesim_runtime::WriteOptions::default(),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The key of the object of `kind` in `owners` that controls `child`, if

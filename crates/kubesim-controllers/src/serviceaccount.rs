@@ -16,7 +16,12 @@ use serde_json::{json, Value};
 const REWATCH: Duration = Duration::from_secs(1);
 
 pub struct NamespaceDefaults {
+    /// Watches namespaces and reads what exists.
     api: Arc<dyn Api>,
+    /// Creates the ServiceAccounts (the service-account controller's
+    /// identity) and the CA ConfigMaps (the root-CA publisher's).
+    sa_api: Arc<dyn Api>,
+    ca_api: Arc<dyn Api>,
     clock: Clock,
     root_ca: Option<String>,
     service_accounts: bool,
@@ -25,6 +30,8 @@ pub struct NamespaceDefaults {
 impl NamespaceDefaults {
     pub fn new(api: Arc<dyn Api>, clock: Clock, root_ca: Option<String>) -> Self {
         NamespaceDefaults {
+            sa_api: api.clone(),
+            ca_api: api.clone(),
             api,
             clock,
             root_ca,
@@ -36,6 +43,14 @@ impl NamespaceDefaults {
     /// serviceaccount-controller; the CA copy is another controller's).
     pub fn with_service_accounts(mut self, on: bool) -> Self {
         self.service_accounts = on;
+        self
+    }
+
+    /// Creates the ServiceAccounts through `service_accounts` and the CA
+    /// ConfigMaps through `root_ca`, each upstream controller's identity.
+    pub fn with_writers(mut self, service_accounts: Arc<dyn Api>, root_ca: Arc<dyn Api>) -> Self {
+        self.sa_api = service_accounts;
+        self.ca_api = root_ca;
         self
     }
 
@@ -76,14 +91,21 @@ impl NamespaceDefaults {
         let sa =
             json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
         if self.service_accounts {
-            self.create_missing(&ResourceRef::core("serviceaccounts"), name, "default", sa)
-                .await?;
+            self.create_missing(
+                &*self.sa_api,
+                &ResourceRef::core("serviceaccounts"),
+                name,
+                "default",
+                sa,
+            )
+            .await?;
         }
         if let Some(ca) = &self.root_ca {
             let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "kube-root-ca.crt", "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
                 "data": {"ca.crt": ca}});
             self.create_missing(
+                &*self.ca_api,
                 &ResourceRef::core("configmaps"),
                 name,
                 "kube-root-ca.crt",
@@ -96,6 +118,7 @@ impl NamespaceDefaults {
 
     async fn create_missing(
         &self,
+        writer: &dyn Api,
         r: &ResourceRef,
         ns: &str,
         name: &str,
@@ -106,7 +129,7 @@ impl NamespaceDefaults {
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }
-        match self.api.create(r, ns, obj, &WriteOptions::default()).await {
+        match writer.create(r, ns, obj, &WriteOptions::default()).await {
             // Someone else made it, or the namespace began terminating.
             Err(e) if e.code == 409 || e.code == 403 || e.code == 404 => Ok(()),
             other => other.map(|_| ()),

@@ -53,6 +53,17 @@ pub async fn run(ctx: Arc<Context>) {
 /// [`run`], lifting the claims' finalizer only when `claims_on` and the
 /// volumes' only when `volumes_on` (two controllers upstream).
 pub async fn run_with(ctx: Arc<Context>, claims_on: bool, volumes_on: bool) {
+    run_as(ctx.clone(), ctx, claims_on, volumes_on).await
+}
+
+/// [`run_with`], the claims' finalizer lifted through `ctx` and the
+/// volumes' through `volumes_ctx` (each upstream controller's identity).
+pub async fn run_as(
+    ctx: Arc<Context>,
+    volumes_ctx: Arc<Context>,
+    claims_on: bool,
+    volumes_on: bool,
+) {
     let claims = ctx.informers.get(&claims_ref());
     let volumes = ctx.informers.get(&volumes_ref());
     let pods_informer = ctx.informers.get(&ResourceRef::core("pods"));
@@ -86,7 +97,7 @@ pub async fn run_with(ctx: Arc<Context>, claims_on: bool, volumes_on: bool) {
     ctx.informers.wait_synced().await;
     let (claim_cache, volume_cache, pod_cache) =
         (claims.cache(), volumes.cache(), pods_informer.cache());
-    let c2 = ctx.clone();
+    let c2 = volumes_ctx;
     tokio::join!(
         run_workers(claim_queue, 1, "pvc-protection", move |key: ObjectKey| {
             let (ctx, claims, pods) = (ctx.clone(), claim_cache.clone(), pod_cache.clone());

@@ -176,6 +176,12 @@ pub trait Api: Send + Sync {
     ) {
     }
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError>;
+    /// The object's `scale` subresource (an autoscaling/v1 Scale), as
+    /// `GET .../scale` answers; an Api without subresources answers 404.
+    async fn get_scale(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let _ = (r, ns, name);
+        Err(ApiError::path_not_found())
+    }
     /// A list object (`items`, `metadata.resourceVersion`, `metadata.continue`).
     async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError>;
     async fn create(

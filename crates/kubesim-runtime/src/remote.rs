@@ -349,6 +349,11 @@ impl Api for RemoteApi {
         self.request_json(Method::GET, &path, None).await
     }
 
+    async fn get_scale(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let path = object_path(r, ns, name, Some("scale"))?;
+        self.request_json(Method::GET, &path, None).await
+    }
+
     async fn list(&self, r: &ResourceRef, ns: &str, opts: &ListOptions) -> Result<Value, ApiError> {
         let mut q = Query::default();
         list_query(&mut q, opts);

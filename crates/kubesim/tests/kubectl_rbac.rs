@@ -304,3 +304,309 @@ fn aggregated_roles_follow_their_sources() {
         !out.contains("\"priorityclasses\"")
     });
 }
+
+/// The built-in controllers act as their own ServiceAccounts, each held to
+/// its `system:controller:*` role, and still do their work with RBAC on.
+#[test]
+fn controllers_run_as_their_own_service_accounts() {
+    let c = Cluster::start_with("kubectl-rbac-controllers", &["--tls", "--nodes", "2"]);
+    let denied = "in-process request forbidden";
+
+    // A Deployment rolls out (deployment and replicaset controllers, the
+    // scheduler, the kubelets), and deleting it takes its ReplicaSet and
+    // pods with it (the garbage collector).
+    c.ok(&w("create namespace shop"));
+    c.ok(&w(
+        "create deployment web --image=nginx --replicas=2 -n shop",
+    ));
+    c.ok(&w("rollout status deployment/web -n shop --timeout=90s"));
+    assert_eq!(
+        c.names(&w("get pods -n shop --field-selector=status.phase=Running"))
+            .len(),
+        2
+    );
+    c.ok(&w("delete deployment web -n shop"));
+    c.wait_for("the ReplicaSet and pods to be collected", || {
+        c.json(&w("get replicasets,pods -n shop"))["items"]
+            .as_array()
+            .is_some_and(|l| l.is_empty())
+    });
+
+    // Deleting a namespace empties it and removes it (namespace controller).
+    c.ok(&w("create configmap settings -n shop"));
+    c.ok(&w("delete namespace shop --wait=false"));
+    c.wait_for("the namespace to go", || {
+        !c.kubectl(&w("get namespace shop")).status.success()
+    });
+    assert!(!c.server.log().contains(denied), "{}", c.server.log());
+
+    // Each identity holds its role and nothing beyond it.
+    let rs = "system:serviceaccount:kube-system:replicaset-controller";
+    assert_eq!(can_i(&c, &["create", "pods", "--as", rs]), "yes");
+    assert_eq!(can_i(&c, &["create", "deployments.apps", "--as", rs]), "no");
+    let e = stderr(&c.kubectl(&["create", "secret", "generic", "s", "--as", rs]));
+    assert!(
+        e.contains(&format!(
+            "secrets is forbidden: User \"{rs}\" cannot create resource \"secrets\" in API group \"\" in the namespace \"default\""
+        )),
+        "{e}"
+    );
+
+    // The ReplicaSet controller's pods are created as that ServiceAccount:
+    // without the rule that lets it, they are not, and the refusal names it.
+    c.ok(&w("create deployment api --image=nginx --replicas=1"));
+    c.rollout_status("deployment/api");
+    let mut role = c.json(&w(
+        "get clusterrole system:controller:replicaset-controller",
+    ));
+    for rule in role["rules"].as_array_mut().expect("rules") {
+        if rule["resources"] == serde_json::json!(["pods"]) {
+            rule["verbs"] = serde_json::json!(["delete", "list", "patch", "watch"]);
+        }
+    }
+    c.apply_stdin(&["replace", "-f", "-"], &role.to_string());
+    c.ok(&w("scale deployment api --replicas=3"));
+    c.wait_for("the refusal to be logged", || {
+        c.server
+            .log()
+            .lines()
+            .any(|l| l.contains(denied) && l.contains(rs) && l.contains("create"))
+    });
+    assert_eq!(c.names(&w("get pods -l app=api")).len(), 1);
+}
+
+/// A kubeconfig for `system:node:<node>` in `system:nodes`, with a client
+/// certificate signed by the cluster's CA (as a kubelet's would be).
+fn node_kubeconfig(c: &Cluster, node: &str) -> std::path::PathBuf {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let pki = c.dir.join("pki");
+    let ca_key = KeyPair::from_pem(&std::fs::read_to_string(pki.join("ca.key")).unwrap()).unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name.push(DnType::CommonName, "kubesim-ca");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let issuer = Issuer::new(ca, ca_key);
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name
+        .push(DnType::CommonName, format!("system:node:{node}"));
+    p.distinguished_name
+        .push(DnType::OrganizationName, "system:nodes");
+    p.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let key = KeyPair::generate().unwrap();
+    let cert = p.signed_by(&key, &issuer).unwrap();
+    let admin = std::fs::read_to_string(pki.join("admin.kubeconfig")).unwrap();
+    let text: Vec<String> = admin
+        .lines()
+        .map(|l| {
+            let indent = &l[..l.len() - l.trim_start().len()];
+            if l.trim_start().starts_with("client-certificate-data:") {
+                format!(
+                    "{indent}client-certificate-data: {}",
+                    STANDARD.encode(cert.pem())
+                )
+            } else if l.trim_start().starts_with("client-key-data:") {
+                format!(
+                    "{indent}client-key-data: {}",
+                    STANDARD.encode(key.serialize_pem())
+                )
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let path = c.dir.join(format!("{node}.kubeconfig"));
+    std::fs::write(&path, text.join("\n")).unwrap();
+    path
+}
+
+fn as_node(kc: &std::path::Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    if let Some(s) = stdin {
+        child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn node_allowed(kc: &std::path::Path, args: &[&str], stdin: Option<&str>) -> String {
+    let o = as_node(kc, args, stdin);
+    assert!(o.status.success(), "kubectl {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+fn node_refused(kc: &std::path::Path, args: &[&str], stdin: Option<&str>) -> String {
+    let o = as_node(kc, args, stdin);
+    assert!(
+        !o.status.success(),
+        "kubectl {args:?} was allowed: {}",
+        stdout(&o)
+    );
+    stderr(&o)
+}
+
+/// A kubelet's certificate is held by the Node authorizer and
+/// NodeRestriction to its own node, its own pods and what they use.
+#[test]
+fn nodes_reach_only_their_own_objects() {
+    let c = Cluster::start_with("kubectl-rbac-nodes", &["--tls", "--nodes", "0"]);
+    let n1 = node_kubeconfig(&c, "n1");
+    let n2 = node_kubeconfig(&c, "n2");
+    assert_eq!(
+        node_allowed(
+            &n1,
+            &w("auth whoami -o jsonpath={.status.userInfo.username}"),
+            None
+        ),
+        "system:node:n1"
+    );
+
+    // A kubelet registers its own Node, and no other.
+    let node = |name: &str| {
+        format!(r#"{{"apiVersion": "v1", "kind": "Node", "metadata": {{"name": "{name}"}}}}"#)
+    };
+    node_allowed(&n1, &w("create -f -"), Some(&node("n1")));
+    let e = node_refused(&n1, &w("create -f -"), Some(&node("n2")));
+    assert!(
+        e.contains(r#"nodes "n2" is forbidden: node "n1" is not allowed to modify node "n2""#),
+        "{e}"
+    );
+    node_allowed(&n2, &w("create -f -"), Some(&node("n2")));
+    node_allowed(&n1, &w("get node n1"), None);
+    let e = node_refused(&n1, &w("get node n2"), None);
+    assert!(
+        e.contains(r#"User "system:node:n1" cannot get resource "nodes" in API group "" at the cluster scope: node 'n1' cannot read 'n2', only its own Node object"#),
+        "{e}"
+    );
+    let e = node_refused(&n1, &w("get nodes"), None);
+    assert!(
+        e.contains("node 'n1' cannot read all nodes, only its own Node object"),
+        "{e}"
+    );
+
+    // Secrets: only those a pod bound to the node uses.
+    c.ok(&w("create secret generic used --from-literal=k=v"));
+    c.ok(&w("create secret generic unused --from-literal=k=v"));
+    c.apply(
+        r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}],
+                "volumes": [{"name": "s", "secret": {"secretName": "used"}}]}}"#,
+    );
+    c.apply(
+        r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p2"},
+            "spec": {"nodeName": "n2", "containers": [{"name": "c", "image": "nginx"}]}}"#,
+    );
+    node_allowed(&n1, &w("get secret used"), None);
+    let e = node_refused(&n1, &w("get secret unused"), None);
+    assert!(
+        e.contains(r#"secrets "unused" is forbidden: User "system:node:n1" cannot get resource "secrets" in API group "" in the namespace "default": no relationship found between node 'n1' and this object"#),
+        "{e}"
+    );
+    let e = node_refused(&n2, &w("get secret used"), None);
+    assert!(
+        e.contains("no relationship found between node 'n2' and this object"),
+        "{e}"
+    );
+
+    // Pods: listed by their node only; a node deletes its own.
+    let mine = node_allowed(
+        &n1,
+        &w("get pods --field-selector spec.nodeName=n1 -o name"),
+        None,
+    );
+    assert_eq!(mine.trim(), "pod/p1");
+    let e = node_refused(&n1, &w("get pods"), None);
+    assert!(
+        e.contains("can only list/watch pods with spec.nodeName field selector"),
+        "{e}"
+    );
+    node_allowed(&n1, &w("get pod p1"), None);
+    node_refused(&n1, &w("get pod p2"), None);
+    let e = node_refused(&n1, &w("delete pod p2 --wait=false"), None);
+    assert!(
+        e.contains(r#"pods "p2" is forbidden: node "n1" can only delete pods with spec.nodeName set to itself"#),
+        "{e}"
+    );
+
+    // NodeRestriction: only mirror pods bound to the node itself.
+    let pod = |name: &str, node: &str, mirror: bool| {
+        let ann = if mirror {
+            r#", "annotations": {"kubernetes.io/config.mirror": "x"}"#
+        } else {
+            ""
+        };
+        format!(
+            r#"{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "{name}"{ann}}},
+                "spec": {{"nodeName": "{node}", "containers": [{{"name": "c", "image": "nginx"}}]}}}}"#
+        )
+    };
+    let e = node_refused(
+        &n1,
+        &w("create --validate=false -f -"),
+        Some(&pod("plain", "n1", false)),
+    );
+    assert!(
+        e.contains(r#"pods "plain" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "n1" can only create mirror pods"#),
+        "{e}"
+    );
+    let e = node_refused(
+        &n1,
+        &w("create --validate=false -f -"),
+        Some(&pod("elsewhere", "n2", true)),
+    );
+    assert!(
+        e.contains(r#"node "n1" can only create pods with spec.nodeName set to itself"#),
+        "{e}"
+    );
+    node_allowed(
+        &n1,
+        &w("create --validate=false -f -"),
+        Some(&pod("static", "n1", true)),
+    );
+
+    // Its own Lease, not another's.
+    let lease = |name: &str| {
+        format!(
+            r#"{{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {{"name": "{name}", "namespace": "kube-node-lease"}}, "spec": {{"holderIdentity": "{name}"}}}}"#
+        )
+    };
+    node_allowed(&n1, &w("create -f -"), Some(&lease("n1")));
+    let e = node_refused(&n1, &w("create -f -"), Some(&lease("n2")));
+    assert!(
+        e.contains("can only access node lease with the same name as the requesting node"),
+        "{e}"
+    );
+    let e = node_refused(&n1, &w("get lease n2 -n kube-node-lease"), None);
+    assert!(
+        e.contains("can only access node lease with the same name as the requesting node"),
+        "{e}"
+    );
+
+    // Under RBAC alone the same certificate has nothing beyond discovery.
+    drop(c);
+    let c = Cluster::start_with(
+        "kubectl-rbac-nodes-rbac-only",
+        &["--tls", "--nodes", "0", "--authorization-mode", "RBAC"],
+    );
+    let n1 = node_kubeconfig(&c, "n1");
+    let e = node_refused(&n1, &w("create -f -"), Some(&node("n1")));
+    assert!(
+        e.contains(r#"User "system:node:n1" cannot create resource "nodes""#),
+        "{e}"
+    );
+}

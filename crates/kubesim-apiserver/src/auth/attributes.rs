@@ -18,6 +18,8 @@ pub struct Attributes {
     pub name: String,
     /// The request's path, for non-resource requests.
     pub path: String,
+    /// A list's or watch's `fieldSelector`, as sent.
+    pub field_selector: String,
 }
 
 impl Attributes {
@@ -41,13 +43,24 @@ impl Attributes {
 
     /// Upstream's 403 for a request RBAC refused, word for word.
     pub fn forbidden(&self, username: &str) -> ApiError {
+        self.forbidden_because(username, "")
+    }
+
+    /// [`forbidden`](Self::forbidden), with the authorizers' reason after
+    /// a colon when they gave one, as upstream.
+    pub fn forbidden_because(&self, username: &str, reason: &str) -> ApiError {
+        let because = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {reason}")
+        };
         if !self.resource_request {
             return ApiError::forbidden(
                 "",
                 "",
                 "",
                 &format!(
-                    "User {username:?} cannot {} path {:?}",
+                    "User {username:?} cannot {} path {:?}{because}",
                     self.verb, self.path
                 ),
             );
@@ -58,7 +71,7 @@ impl Attributes {
             format!("in the namespace {:?}", self.namespace)
         };
         let why = format!(
-            "User {username:?} cannot {} resource {:?} in API group {:?} {scope}",
+            "User {username:?} cannot {} resource {:?} in API group {:?} {scope}{because}",
             self.verb,
             self.combined_resource(),
             self.group

@@ -1,6 +1,7 @@
 //! Who is asking and whether they may: authentication of a request to a
 //! user ([`authn`], [`impersonate`]), the attributes of what it asks
-//! ([`attributes`]), and RBAC's answer ([`rbac`]).
+//! ([`attributes`]), and the answer of the Node authorizer ([`node`]) and
+//! RBAC ([`rbac`]).
 //!
 //! The HTTP front authenticates every request and asks RBAC before it
 //! reaches the service layer. Components in the same process call the
@@ -11,6 +12,7 @@ pub mod attributes;
 pub mod authn;
 mod current;
 pub mod impersonate;
+pub mod node;
 pub mod rbac;
 
 use std::collections::BTreeMap;

@@ -40,8 +40,9 @@ fn authenticate_and_authorize(app: &App, req: &Request) -> Result<RequestAuth, A
     let enforce = server.rbac_enabled();
     if enforce {
         let a = request_attributes(req);
-        if !server.authorize(&user, &a).allowed {
-            return Err(a.forbidden(&user.name));
+        let d = server.authorize(&user, &a);
+        if !d.allowed {
+            return Err(a.forbidden_because(&user.name, &d.reason));
         }
     }
     Ok(RequestAuth { user, enforce })
@@ -58,6 +59,27 @@ fn request_attributes(req: &Request) -> Attributes {
     let Some(r) = info.resource else {
         return Attributes::non_resource(req.method().as_str(), &info.path);
     };
+    // A list or watch of one object by `metadata.name` names it, as
+    // upstream's request info does.
+    let field_selector = if matches!(info.verb.as_str(), "list" | "watch") {
+        Query::parse(req.uri().query())
+            .get("fieldSelector")
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let name = if r.name.is_empty() {
+        field_selector
+            .split(',')
+            .find_map(|req| {
+                let (k, v) = req.split_once("==").or_else(|| req.split_once('='))?;
+                (k.trim() == "metadata.name").then(|| v.trim().to_string())
+            })
+            .unwrap_or_default()
+    } else {
+        r.name
+    };
     Attributes {
         verb: info.verb,
         resource_request: true,
@@ -66,8 +88,9 @@ fn request_attributes(req: &Request) -> Attributes {
         resource: r.resource,
         subresource: r.subresource,
         namespace: r.namespace,
-        name: r.name,
+        name,
         path: String::new(),
+        field_selector,
     }
 }
 

@@ -29,7 +29,7 @@ pub fn compute(resource: &ResourceInfo, obj: &Value) -> Attrs {
 }
 
 /// The value of field `key` (`labels` false) or of label `key` (true).
-fn lookup<'a>(attrs: &'a Attrs, labels: bool, key: &str) -> Option<&'a str> {
+pub(crate) fn lookup<'a>(attrs: &'a Attrs, labels: bool, key: &str) -> Option<&'a str> {
     let mut it = attrs.iter();
     let mut in_labels = false;
     while let Some(k) = it.next() {

@@ -143,6 +143,7 @@ impl Server {
         for _ in 0..16 {
             let rec = self.get_record(resource, ns, name)?;
             let (mut cur, managed) = self.decode_for_write(&rec)?;
+            self.node_restriction(resource, "", None, Some(&cur))?;
             let managed = managed.as_deref();
             // What answers with the object has its managedFields back.
             let whole = |mut obj: Value| {

@@ -136,6 +136,7 @@ fn review_attributes(obj: &Value, kind: &str) -> Result<Attributes, ApiError> {
                 namespace: s(r, "namespace"),
                 name: s(r, "name"),
                 path: String::new(),
+                field_selector: s(&r["fieldSelector"], "rawSelector"),
             })
         }
         (false, true) => {

@@ -436,6 +436,7 @@ impl Server {
             },
         );
         self.admit(resource, obj, None)?;
+        self.node_restriction(resource, "", Some(obj), None)?;
         let causes = validation::validate(resource, obj, None);
         if !causes.is_empty() {
             return Err(ApiError::invalid(
@@ -1056,6 +1057,8 @@ impl Server {
             },
         );
         self.admit(resource, &mut new, Some(cur))?;
+        let sub = if part == Part::Status { "status" } else { "" };
+        self.node_restriction(resource, sub, Some(&new), Some(cur))?;
         let causes = match part {
             Part::Main => validation::validate(resource, &new, Some(cur)),
             Part::Status => validation::validate_status_update(resource, &new, cur),

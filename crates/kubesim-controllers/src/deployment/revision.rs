@@ -137,19 +137,15 @@ pub async fn sync(c: &DeploymentController, r: &mut Rollout, create: bool) -> Re
     }
     let revision = r.new_rs.as_ref().map(revision_of).unwrap_or(0);
     if revision > 0 && meta::annotations(&r.d).get(REVISION) != Some(&revision.to_string()) {
-        let patch = json!({"metadata": {"annotations": {REVISION: revision.to_string()}}});
+        // An update, as upstream's controller writes it: its role may
+        // update Deployments, not patch them.
+        let mut d = r.d.clone();
+        d["metadata"]["annotations"][REVISION] = json!(revision.to_string());
+        let ns = meta::namespace(&r.d).to_string();
         let updated = c
             .ctx
             .api
-            .patch(
-                &deployments(),
-                meta::namespace(&r.d),
-                meta::name(&r.d),
-                kubesim_core::patch::PatchType::Merge,
-                patch.to_string().into_bytes(),
-                None,
-                &WriteOptions::default(),
-            )
+            .update(&deployments(), &ns, d, None, &WriteOptions::default())
             .await?;
         // Later writes of status must carry the new resourceVersion.
         if meta::uid(&updated) == meta::uid(&r.d) {

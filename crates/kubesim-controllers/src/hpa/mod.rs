@@ -174,7 +174,7 @@ impl HpaController {
             Some(r) => self
                 .ctx
                 .api
-                .get(&resource_ref(&r), &key.namespace, name)
+                .get_scale(&resource_ref(&r), &key.namespace, name)
                 .await
                 .map(|o| (r, o)),
             None => Err(ApiError::not_found(kind, api_version, name)),
@@ -202,13 +202,17 @@ impl HpaController {
                 return Ok(Some(SYNC_PERIOD));
             }
         };
+        // The target's Scale, as upstream's controller reads it (its role
+        // may get `*/scale`, not the targets themselves).
         let current = target
             .pointer("/spec/replicas")
             .and_then(Value::as_i64)
             .unwrap_or(1);
         let selector = target
-            .pointer("/spec/selector")
-            .and_then(|s| LabelSelector::from_json(s).ok());
+            .pointer("/status/selector")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .and_then(|s| LabelSelector::parse(s).ok());
         status["currentReplicas"] = target
             .pointer("/status/replicas")
             .cloned()

@@ -25,7 +25,7 @@ use kubesim_runtime::{
 };
 use serde_json::{json, Value};
 
-use crate::{conditions, drop_finalizer, edit, pods, Context};
+use crate::{conditions, pods, Context};
 use expectations::Expectations;
 use failure_policy::Verdict;
 use template::{format_indexes, job_pod, parse_indexes, pod_index, JOB_NAME_LABEL};
@@ -94,8 +94,9 @@ pub struct JobController {
     queue: Arc<WorkQueue<ObjectKey>>,
     expect: Expectations,
     /// Delete finished Jobs past `ttlSecondsAfterFinished` (upstream's
-    /// ttl-after-finished-controller, done here on the same Jobs).
-    ttl_after_finished: bool,
+    /// ttl-after-finished-controller, done here on the same Jobs), through
+    /// this context's Api.
+    ttl_after_finished: Option<Arc<Context>>,
 }
 
 impl JobController {
@@ -106,6 +107,14 @@ impl JobController {
     /// [`JobController::new`], deleting finished Jobs after their TTL only
     /// when `ttl_after_finished`.
     pub fn new_with(ctx: Arc<Context>, ttl_after_finished: bool) -> Arc<Self> {
+        let ttl = ttl_after_finished.then(|| ctx.clone());
+        Self::new_as(ctx, ttl)
+    }
+
+    /// [`JobController::new`], deleting finished Jobs after their TTL
+    /// through `ttl_after_finished` when given (upstream's
+    /// ttl-after-finished-controller acts with its own identity).
+    pub fn new_as(ctx: Arc<Context>, ttl_after_finished: Option<Arc<Context>>) -> Arc<Self> {
         Arc::new(JobController {
             queue: WorkQueue::new(ctx.clock.clone()),
             ctx,
@@ -216,16 +225,32 @@ impl JobController {
         Ok(None)
     }
 
+    /// As upstream's controller does: a strategic merge patch naming the
+    /// pod's uid, which its role allows (it may patch pods, not get them).
     async fn remove_finalizer(&self, pod: &Value) -> Result<(), ApiError> {
-        edit(
-            self.ctx.api.as_ref(),
-            &pods_ref(),
-            meta::namespace(pod),
-            meta::name(pod),
-            meta::uid(pod),
-            &|o| drop_finalizer(o, TRACKING_FINALIZER),
-        )
-        .await
+        let patch = json!({"metadata": {
+            "$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER],
+            "uid": meta::uid(pod),
+        }});
+        match self
+            .ctx
+            .api
+            .patch(
+                &pods_ref(),
+                meta::namespace(pod),
+                meta::name(pod),
+                kubesim_core::patch::PatchType::Strategic,
+                patch.to_string().into_bytes(),
+                None,
+                &WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            // Gone, or another pod of that name.
+            Err(e) if matches!(e.code, 404 | 409 | 422) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     async fn write_status(&self, job: Value) -> Result<Value, ApiError> {
@@ -422,10 +447,10 @@ impl JobController {
 
         if finished {
             self.delete_pods(key, &job, &active, false).await?;
-            if !self.ttl_after_finished {
+            let Some(ttl_ctx) = &self.ttl_after_finished else {
                 return Ok(None);
-            }
-            return ttl::after_finished(&self.ctx, &job, now_ts).await;
+            };
+            return ttl::after_finished(ttl_ctx, &job, now_ts).await;
         }
 
         // Decide whether the Job has reached an end.

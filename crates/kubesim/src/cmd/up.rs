@@ -54,9 +54,11 @@ pub struct UpArgs {
     /// kube-controller-manager.
     #[arg(long, value_name = "LIST", default_value = "*")]
     pub controllers: String,
-    /// How requests are authorized: RBAC, as a real cluster (the default),
-    /// or AlwaysAllow, which lets every authenticated user do everything.
-    #[arg(long, value_enum, default_value = "RBAC")]
+    /// How requests are authorized: Node,RBAC, as a real cluster (the
+    /// default: kubelets by the Node authorizer, everyone else by RBAC),
+    /// RBAC alone, or AlwaysAllow, which lets every authenticated user do
+    /// everything.
+    #[arg(long, value_enum, default_value = "Node,RBAC")]
     pub authorization_mode: AuthorizationMode,
     /// Whether requests over TLS without credentials are served as
     /// `system:anonymous` (true, upstream's default) or refused with 401.
@@ -78,6 +80,8 @@ pub enum EmulatorChoice {
 /// kube-apiserver's `--authorization-mode`, of the modes kubesim has.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthorizationMode {
+    #[value(name = "Node,RBAC", alias = "RBAC,Node")]
+    NodeRbac,
     #[value(name = "RBAC")]
     Rbac,
     #[value(name = "AlwaysAllow")]
@@ -303,7 +307,8 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
     .await?;
     let server = cluster.server.clone();
     std::fs::create_dir_all(&args.data_dir)?;
-    server.enable_rbac(args.authorization_mode == AuthorizationMode::Rbac);
+    server.enable_rbac(args.authorization_mode != AuthorizationMode::AlwaysAllow);
+    server.enable_node_authorizer(args.authorization_mode == AuthorizationMode::NodeRbac);
     if !args.ephemeral {
         keep_signing_key(&server, &args.data_dir)?;
     }

@@ -11,6 +11,18 @@ use crate::Server;
 
 const POLICY: &str = include_str!("policy.yaml");
 
+/// The prefix of the controllers' ClusterRoles and their bindings.
+pub const CONTROLLER_PREFIX: &str = "system:controller:";
+/// Where the controllers' ServiceAccounts live.
+pub const CONTROLLER_NAMESPACE: &str = "kube-system";
+
+/// The user a controller acts as when it runs with its own ServiceAccount
+/// (`name` as upstream's controller policy spells it, e.g.
+/// `replicaset-controller`).
+pub fn controller_user(name: &str) -> crate::auth::UserInfo {
+    crate::auth::authn::service_account_user(CONTROLLER_NAMESPACE, name, "")
+}
+
 /// The policy's objects, in creation order: roles before the bindings
 /// that name them.
 pub fn objects() -> Vec<(&'static str, Value)> {
@@ -43,6 +55,31 @@ pub fn objects() -> Vec<(&'static str, Value)> {
         );
         Value::Object(o)
     };
+    // Each controller's role is system:controller:<name>, bound to the
+    // ServiceAccount kube-system/<name> under the same name.
+    let controller_roles: Vec<Value> = list("controllerRoles")
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e["name"] = format!(
+                "{CONTROLLER_PREFIX}{}",
+                e["name"].as_str().unwrap_or_default()
+            )
+            .into();
+            e
+        })
+        .collect();
+    let controller_bindings: Vec<Value> = list("controllerRoles")
+        .iter()
+        .map(|e| {
+            let sa = e["name"].as_str().unwrap_or_default();
+            json!({
+                "name": format!("{CONTROLLER_PREFIX}{sa}"),
+                "role": format!("{CONTROLLER_PREFIX}{sa}"),
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": CONTROLLER_NAMESPACE}],
+            })
+        })
+        .collect();
     let binding = |kind: &str, role_kind: &str, entry: &Value| {
         let subjects: Vec<Value> = entry["subjects"]
             .as_array()
@@ -66,6 +103,7 @@ pub fn objects() -> Vec<(&'static str, Value)> {
     };
     let mut cluster_roles: Vec<Value> = list("clusterRoles")
         .iter()
+        .chain(controller_roles.iter())
         .map(|e| role("ClusterRole", e))
         .collect();
     // Aggregation is transitive (view into edit into admin): gather
@@ -89,12 +127,17 @@ pub fn objects() -> Vec<(&'static str, Value)> {
     let mut out: Vec<(&'static str, Value)> = Vec::new();
     out.extend(cluster_roles.into_iter().map(|r| ("clusterroles", r)));
     out.extend(list("roles").iter().map(|e| ("roles", role("Role", e))));
-    out.extend(list("clusterRoleBindings").iter().map(|e| {
-        (
-            "clusterrolebindings",
-            binding("ClusterRoleBinding", "ClusterRole", e),
-        )
-    }));
+    out.extend(
+        list("clusterRoleBindings")
+            .iter()
+            .chain(controller_bindings.iter())
+            .map(|e| {
+                (
+                    "clusterrolebindings",
+                    binding("ClusterRoleBinding", "ClusterRole", e),
+                )
+            }),
+    );
     out.extend(
         list("roleBindings")
             .iter()

@@ -50,6 +50,8 @@ pub struct Authorizer {
     /// Off by default, as for simulations whose every client is in this
     /// process; `kubesim up` turns it on unless told otherwise.
     enabled: AtomicBool,
+    /// The Node authorizer runs before RBAC (`Node,RBAC`).
+    pub(crate) node: AtomicBool,
     index: Mutex<Option<Arc<Index>>>,
 }
 
@@ -89,13 +91,28 @@ impl Server {
         !self.rbac_enabled() || self.authorize(user, a).allowed
     }
 
-    /// RBAC's answer for `user` and `a` (masters allowed first).
+    /// The authorizers' answer for `user` and `a`: masters allowed
+    /// first, then the Node authorizer when on, then RBAC. A refusal
+    /// carries the Node authorizer's reason, if it gave one.
     pub fn authorize(&self, user: &UserInfo, a: &Attributes) -> Decision {
         if user.is_privileged() {
             return Decision {
                 allowed: true,
                 reason: String::new(),
             };
+        }
+        let mut refused = String::new();
+        if self.node_authorizer_enabled() {
+            match self.authorize_node(user, a) {
+                Some(crate::auth::node::NodeDecision::Allow) => {
+                    return Decision {
+                        allowed: true,
+                        reason: String::new(),
+                    }
+                }
+                Some(crate::auth::node::NodeDecision::NoOpinion(why)) => refused = why,
+                None => {}
+            }
         }
         let rules = self.rbac_index().rules_of(user);
         match rules.allowing(a) {
@@ -105,7 +122,7 @@ impl Server {
             },
             None => Decision {
                 allowed: false,
-                reason: String::new(),
+                reason: refused,
             },
         }
     }
