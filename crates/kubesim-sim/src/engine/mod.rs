@@ -128,6 +128,10 @@ pub struct Run {
     pub simulated: f64,
     /// With `serve`: how the outside clients kept up.
     pub lockstep: Option<LockstepReport>,
+    /// Timers that woke a component during the run (sleeps that ended,
+    /// timeouts that ran out), from the first job on: the work the run
+    /// did for time passing rather than for its jobs.
+    pub timers_fired: u64,
 }
 
 impl Run {
@@ -431,6 +435,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     }
     let start = clock.instant();
     recorder.start_at(start);
+    let timers_at_start = clock.timers_fired();
 
     let fits = pods::Fits::new(&setup.nodes);
     let registry = server.registry.clone();
@@ -537,10 +542,23 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         let deadline = setup.until.map(|u| start + u);
         loop {
             let changed = recorder.changed();
+            // The stuck timer runs only while the run could be stuck: an
+            // idle cluster between jobs waits for the next change alone,
+            // however long, rather than waking every ten minutes.
+            let could_stick = {
+                let (_, a) = recorder.progress();
+                a.running == 0 && a.all_submitted && a.pending > 0
+            };
             let timed_out = tokio::select! {
                 biased;
                 _ = changed => false,
-                _ = clock.sleep(STUCK) => true,
+                _ = async {
+                    if could_stick {
+                        clock.sleep(STUCK).await
+                    } else {
+                        std::future::pending().await
+                    }
+                } => true,
                 _ = async {
                     match deadline {
                         Some(d) => clock.sleep_until(d).await,
@@ -577,6 +595,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         _ = async { submitter.await; std::future::pending::<()>().await } => {}
     }
     let simulated = (clock.instant() - start).as_secs_f64();
+    let timers_fired = clock.timers_fired() - timers_at_start;
     tasks.abort_all();
     let lockstep = policy.map(|p| LockstepReport {
         connected,
@@ -589,5 +608,6 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         samples: recorder.samples(),
         simulated,
         lockstep,
+        timers_fired,
     })
 }
