@@ -447,6 +447,10 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             // In order of submission (input order among equals).
             let mut order: Vec<usize> = (0..jobs.len()).collect();
             order.sort_by(|a, b| jobs[*a].submit.total_cmp(&jobs[*b].submit));
+            let mut rank = vec![0; jobs.len()];
+            for (r, &i) in order.iter().enumerate() {
+                rank[i] = r;
+            }
             let submit_at = |i: usize| start + Duration::from_secs_f64(jobs[i].submit.max(0.0));
             let opts = WriteOptions::answer_version_only();
             // The pods of the next jobs, built and announced to the API
@@ -459,7 +463,8 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                     if job.manifest.is_some() || job.hosts > 1 || !fits.fits(job) {
                         continue;
                     }
-                    let pod = pods::pod(job, j, &names[j]);
+                    let mut pod = pods::pod(job, j, &names[j]);
+                    pods::set_submit_order(&mut pod, rank[j]);
                     let now = meta::format_time(clock.at(submit_at(j)));
                     client.create_ahead(&ResourceRef::core("pods"), "default", &pod, &opts, &now);
                     announced.insert(j, pod);
@@ -473,7 +478,10 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                     }
                     // The PodGroup first: a member created before it would
                     // be scheduled alone.
-                    let (group, members) = pods::gang(job, i, &names[i]);
+                    let (group, mut members) = pods::gang(job, i, &names[i]);
+                    for m in &mut members {
+                        pods::set_submit_order(m, rank[i]);
+                    }
                     rec.submitted(i);
                     let mut created = client
                         .create(

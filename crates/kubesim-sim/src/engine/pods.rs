@@ -45,8 +45,18 @@ pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
             "labels": {JOB_INDEX: index.to_string()},
             "annotations": {"kubesim.io/run-duration": format!("{ms}ms"),
                 "kubesim.io/job-id": job.id, "kubesim.io/workload": job.workload}}});
+    if let Some(w) = job.walltime.filter(|w| *w > 0.0) {
+        let ms = (w * 1000.0).round() as u64;
+        pod["metadata"]["labels"][kubesim_scheduler::batsim::WALLTIME] = json!(format!("{ms}ms"));
+    }
     pod["spec"] = spec;
     pod
+}
+
+/// Labels `pod` with its job's position in submission order, which the
+/// batch policies (`BatsimFCFS`, `BatsimEASYBackfilling`) queue by.
+pub fn set_submit_order(pod: &mut Value, rank: usize) {
+    pod["metadata"]["labels"][kubesim_scheduler::batsim::SUBMIT_ORDER] = json!(rank.to_string());
 }
 
 /// A job on several hosts: its PodGroup (scheduler-plugins' kind, with
@@ -276,7 +286,7 @@ mod tests {
         let resources = json!({"cpu": "1000m", "memory": "1048576"});
         let want = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "w0-7", "namespace": "default",
-                "labels": {JOB_INDEX: "3"},
+                "labels": {JOB_INDEX: "3", "kubesim.io/walltime": "100000ms"},
                 "annotations": {"kubesim.io/run-duration": "100000ms",
                     "kubesim.io/job-id": "7", "kubesim.io/workload": "w0"}},
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
