@@ -508,7 +508,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                 // Every generated pod that fits was announced by now (the
                 // announcements run up to this job at least).
                 let prepared = match (&job.manifest, announced.remove(&i)) {
-                    (Some(m), _) => pods::manifest(m, i, &registry),
+                    (Some(m), _) => pods::manifest(m, i, rank[i], &registry),
                     (None, Some(object)) => Ok(pods::Prepared {
                         resource: ResourceRef::core("pods"),
                         namespace: "default".into(),

@@ -186,10 +186,12 @@ pub struct Prepared {
     pub followed: bool,
 }
 
-/// Labels a manifest's pods with the job index and finds its resource.
+/// Labels a manifest's pods with the job index and its position in
+/// submission order (unless it gives its own), and finds its resource.
 pub fn manifest(
     m: &Value,
     index: usize,
+    rank: usize,
     registry: &kubesim_core::Registry,
 ) -> Result<Prepared, String> {
     let api_version = m["apiVersion"].as_str().unwrap_or("");
@@ -216,6 +218,10 @@ pub fn manifest(
                     md["labels"] = json!({});
                 }
                 md["labels"][JOB_INDEX] = json!(index.to_string());
+                let order = kubesim_scheduler::batsim::SUBMIT_ORDER;
+                if md["labels"][order].is_null() {
+                    md["labels"][order] = json!(rank.to_string());
+                }
             }
         };
         label(&mut obj, meta_path);
@@ -295,6 +301,23 @@ mod tests {
                     "resources": {"requests": resources, "limits": resources}}],
                 "schedulerName": "other"}});
         assert_eq!(pod(&j, 3, "w0-7").to_string(), want.to_string());
+    }
+
+    #[test]
+    fn manifest_pods_carry_their_submission_order() {
+        use kubesim_scheduler::batsim::SUBMIT_ORDER;
+        let registry = kubesim_core::Registry::new();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+        let p = manifest(&pod, 4, 2, &registry).unwrap();
+        assert_eq!(p.object["metadata"]["labels"][SUBMIT_ORDER], "2");
+        assert_eq!(p.object["metadata"]["labels"][JOB_INDEX], "4");
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"template": {"metadata": {"labels": {SUBMIT_ORDER: "9"}}}}});
+        let p = manifest(&job, 0, 1, &registry).unwrap();
+        assert_eq!(
+            p.object["spec"]["template"]["metadata"]["labels"][SUBMIT_ORDER], "9",
+            "a manifest's own order is kept"
+        );
     }
 
     #[test]
