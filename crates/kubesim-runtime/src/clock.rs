@@ -9,6 +9,8 @@
 
 mod lockstep;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -20,6 +22,9 @@ pub struct Clock {
     epoch: Timestamp,
     start: tokio::time::Instant,
     simulated: bool,
+    /// Sleeps that ran to their end and timeouts that ran out, over every
+    /// clone of this clock: how often timers woke a component.
+    fired: Arc<AtomicU64>,
 }
 
 impl Clock {
@@ -29,6 +34,7 @@ impl Clock {
             epoch: Timestamp::now(),
             start: tokio::time::Instant::now(),
             simulated: false,
+            fired: Arc::default(),
         }
     }
 
@@ -39,6 +45,7 @@ impl Clock {
             epoch,
             start: tokio::time::Instant::now(),
             simulated: true,
+            fired: Arc::default(),
         }
     }
 
@@ -68,16 +75,29 @@ impl Clock {
     }
 
     pub async fn sleep(&self, d: Duration) {
-        tokio::time::sleep(d).await
+        tokio::time::sleep(d).await;
+        self.fired.fetch_add(1, Ordering::Relaxed);
     }
 
     pub async fn sleep_until(&self, at: tokio::time::Instant) {
-        tokio::time::sleep_until(at).await
+        tokio::time::sleep_until(at).await;
+        self.fired.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many sleeps through this clock (or a clone) have ended and how
+    /// many timeouts have run out: in a simulation, the wake-ups that
+    /// timers, not events, caused.
+    pub fn timers_fired(&self) -> u64 {
+        self.fired.load(Ordering::Relaxed)
     }
 
     /// Runs `fut` for at most `d`; None when the time ran out.
     pub async fn timeout<F: std::future::Future>(&self, d: Duration, fut: F) -> Option<F::Output> {
-        tokio::time::timeout(d, fut).await.ok()
+        let out = tokio::time::timeout(d, fut).await.ok();
+        if out.is_none() {
+            self.fired.fetch_add(1, Ordering::Relaxed);
+        }
+        out
     }
 
     pub fn interval(&self, period: Duration) -> tokio::time::Interval {

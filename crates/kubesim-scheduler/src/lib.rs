@@ -14,6 +14,8 @@
 //! - [`algorithm`]: one scheduling attempt on a snapshot;
 //! - [`coscheduling`]: gang scheduling (scheduler-plugins' Coscheduling
 //!   with its PodGroup kind), run by the loop when a profile enables it;
+//! - [`batsim`]: Batsim's reference batch policies, FCFS and EASY
+//!   backfilling, which plan every waiting job of a profile at once;
 //! - [`scheduler`]: the process ([`run`]): informers, loop, binding,
 //!   events and the PodScheduled condition.
 //!
@@ -48,6 +50,7 @@
 //! places pods on the feasible nodes in turn.
 
 pub mod algorithm;
+pub mod batsim;
 pub mod cache;
 pub mod config;
 pub mod coscheduling;

@@ -30,6 +30,9 @@ pub struct Profile {
     /// Coscheduling is enabled: pods of a PodGroup are placed together
     /// (see [`crate::coscheduling`]).
     pub gang: bool,
+    /// A batch policy (see [`crate::batsim`]): the profile's pending pods
+    /// are planned all together, as jobs in submission order.
+    pub policy: Option<crate::batsim::Policy>,
 }
 
 #[derive(Clone)]
@@ -165,6 +168,7 @@ impl Profile {
             pre_score,
             post_filter,
             gang: cfg.enables(crate::coscheduling::NAME),
+            policy: crate::batsim::Policy::of(cfg)?,
         })
     }
 

@@ -206,6 +206,39 @@ impl Queue {
         out
     }
 
+    /// Takes every waiting pod (not gated) for which `pick` holds out of
+    /// the queue for this cycle, in key order, as [`pop`](Self::pop)
+    /// would: a batch policy plans them all at once.
+    pub fn take_where(&mut self, pick: impl Fn(&PodInfo) -> bool) -> Vec<QueuedPod> {
+        let keys: Vec<ObjectKey> = self
+            .pods
+            .iter()
+            .filter(|(_, e)| {
+                matches!(
+                    e.place,
+                    Place::Active | Place::Backoff | Place::Unschedulable
+                ) && pick(&e.info)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut out = Vec::new();
+        for key in keys {
+            self.unlink(&key);
+            let cycle = self.cycle;
+            if let Some(e) = self.pods.get_mut(&key) {
+                e.place = Place::InFlight;
+                e.attempts += 1;
+                out.push(QueuedPod {
+                    info: e.info.clone(),
+                    attempts: e.attempts,
+                    cycle,
+                    queued: e.queued,
+                });
+            }
+        }
+        out
+    }
+
     /// Retries the unschedulable pods of `group` (its PodGroup changed).
     pub fn activate_group(&mut self, group: &ObjectKey, now: Instant) {
         for key in self.group_members(group) {

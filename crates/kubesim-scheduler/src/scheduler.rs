@@ -25,6 +25,7 @@ use crate::metrics::{Metrics, Outcome};
 use crate::profile::Profile;
 use crate::queue::{ClusterEvent, QueuedPod, SchedulingQueue};
 
+mod batch;
 mod gang;
 use gang::Gang;
 
@@ -62,6 +63,9 @@ struct Shared {
     metrics: Option<Arc<Metrics>>,
     /// The PodGroups, followed only when a profile enables Coscheduling.
     groups: parking_lot::Mutex<coscheduling::Groups>,
+    /// When the pods a batch policy bound were bound, by uid, for
+    /// planning when they end.
+    started: parking_lot::Mutex<BTreeMap<String, tokio::time::Instant>>,
 }
 
 /// Aborts a spawned task when dropped, so dropping [`run`] stops it all.
@@ -252,6 +256,13 @@ pub async fn run_with_metrics(
         }
     }
     let served = Arc::new(profiles.keys().cloned().collect::<Vec<_>>());
+    // A batch policy decides at each event (a job ends or arrives), as
+    // Batsim's schedulers do: retries wait for no backoff.
+    let (initial_backoff, max_backoff) = if profiles.values().any(|p| p.policy.is_some()) {
+        (std::time::Duration::ZERO, std::time::Duration::ZERO)
+    } else {
+        (config.initial_backoff, config.max_backoff)
+    };
     // kube-scheduler records through the events.k8s.io recorder: a pod
     // retried for hours gets one FailedScheduling series, not a write per
     // attempt.
@@ -266,13 +277,14 @@ pub async fn run_with_metrics(
         cache: Cache::new(),
         queue: Arc::new(SchedulingQueue::new(
             clock.clone(),
-            config.initial_backoff,
-            config.max_backoff,
+            initial_backoff,
+            max_backoff,
         )),
         recorder,
         clock: clock.clone(),
         metrics,
         groups: Default::default(),
+        started: Default::default(),
     });
     if profiles.values().any(|p| p.gang) {
         shared.queue.with(|q, _| q.track_groups());
@@ -333,6 +345,9 @@ impl Shared {
             self.queue.with(|q, _| q.delete(&pod.key));
             return;
         };
+        if profile.policy.is_some() {
+            return self.schedule_batch(started, qp, profile, algo, snapshot, tx);
+        }
         if profile.gang {
             if let Some(gk) = coscheduling::group_key(&pod) {
                 let group = self.groups.lock().get(&gk).cloned();

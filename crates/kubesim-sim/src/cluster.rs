@@ -93,6 +93,139 @@ pub const MASTER_HOST: &str = "master_host";
 /// The label that carries a host's speed in flops per second (its first
 /// power state's), for profiles whose run time is work over speed.
 pub const SPEED_LABEL: &str = "kubesim.io/speed-flops";
+/// The label carrying the `<cluster>` a host belongs to, and the links of
+/// that cluster (see [`Network`]): every host of one cluster has the same.
+pub const NETWORK_LABEL: &str = "kubesim.io/network";
+
+/// A SimGrid `<cluster>`'s links, as [`Network::label`] writes them in a
+/// node's [`NETWORK_LABEL`]: each host has a private link (split duplex:
+/// what it sends and what it receives do not share), and a backbone, when
+/// declared, carries every transfer between two hosts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Network {
+    /// Bytes per second of each host's link, each way.
+    pub link_bandwidth: f64,
+    /// Seconds of latency of each host's link.
+    pub link_latency: f64,
+    /// The backbone's bytes per second and seconds of latency.
+    pub backbone: Option<(f64, f64)>,
+}
+
+impl Network {
+    fn of(el: roxmltree::Node) -> Option<Network> {
+        let bw = el.attribute("bw").and_then(bandwidth_bytes)?;
+        let lat = el.attribute("lat").map_or(Some(0.0), latency_seconds)?;
+        let backbone = match el.attribute("bb_bw") {
+            Some(b) => Some((
+                bandwidth_bytes(b)?,
+                el.attribute("bb_lat").map_or(Some(0.0), latency_seconds)?,
+            )),
+            None => None,
+        };
+        Some(Network {
+            link_bandwidth: bw,
+            link_latency: lat,
+            backbone,
+        })
+    }
+
+    /// `<cluster>_<bw>_<lat>[_<bb_bw>_<bb_lat>]`, numbers in bytes per
+    /// second and seconds.
+    fn label(&self, cluster: &str) -> String {
+        let mut s = format!(
+            "{cluster}_{:e}_{:e}",
+            self.link_bandwidth, self.link_latency
+        );
+        if let Some((b, l)) = self.backbone {
+            s.push_str(&format!("_{b:e}_{l:e}"));
+        }
+        s
+    }
+
+    fn from_label(s: &str) -> Option<Network> {
+        let parts: Vec<&str> = s.split('_').collect();
+        let num = |i: usize| parts.get(i).and_then(|p| p.parse::<f64>().ok());
+        Some(Network {
+            link_bandwidth: num(1)?,
+            link_latency: num(2)?,
+            backbone: match parts.len() {
+                3 => None,
+                5 => Some((num(3)?, num(4)?)),
+                _ => return None,
+            },
+        })
+    }
+}
+
+/// A SimGrid bandwidth in bytes per second: `1GBps`, `125MBps`, `10Gbps`
+/// (bits), `1e9Bps`; binary prefixes (`GiBps`) too.
+pub fn bandwidth_bytes(s: &str) -> Option<f64> {
+    let (value, unit) = number_and_unit(s)?;
+    let (prefix, per_byte) = if let Some(p) = unit.strip_suffix("Bps") {
+        (p, 1.0)
+    } else if let Some(p) = unit.strip_suffix("bps") {
+        (p, 0.125)
+    } else {
+        return None;
+    };
+    let scale = match prefix {
+        "" => 1.0,
+        "k" | "K" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        _ => return None,
+    };
+    Some(value * scale * per_byte).filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// A SimGrid duration in seconds: `5us`, `3ns`, `1ms`, `0.5s`, `2`.
+pub fn latency_seconds(s: &str) -> Option<f64> {
+    let (value, unit) = number_and_unit(s)?;
+    // Divided rather than multiplied by a fraction: `5us` is exactly the
+    // double nearest 5e-6.
+    let seconds = match unit {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" => value / 1e6,
+        "ns" => value / 1e9,
+        "ps" => value / 1e12,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return None,
+    };
+    Some(seconds).filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// The longest leading number of `s` and what follows it.
+fn number_and_unit(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let digits = s
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+')))
+        .unwrap_or(s.len());
+    (1..=digits)
+        .rev()
+        .find_map(|i| Some((s[..i].parse::<f64>().ok()?, s[i..].trim())))
+}
+
+/// The links every node's cluster has, when all nodes are hosts of one
+/// `<cluster>` whose links are known.
+pub fn common_network(nodes: &[Value]) -> Option<Network> {
+    let mut labels = nodes.iter().map(|n| {
+        n.pointer("/metadata/labels")
+            .and_then(|l| l.get(NETWORK_LABEL))
+            .and_then(Value::as_str)
+    });
+    let first = labels.next()??;
+    if !labels.all(|l| l == Some(first)) {
+        return None;
+    }
+    Network::from_label(first)
+}
 
 /// The compute hosts of a SimGrid platform, as Batsim finds them: every
 /// `<host>` and every host a `<cluster>` declares (prefix, radical,
@@ -120,8 +253,12 @@ pub fn from_platform_xml(text: &str) -> Result<Vec<NodeGroup>, String> {
             let prefix = node.attribute("prefix").unwrap_or("");
             let suffix = node.attribute("suffix").unwrap_or("");
             let radical = node.attribute("radical").unwrap_or("");
+            let id = node.attribute("id").unwrap_or("cluster");
+            let network = Network::of(node).map(|n| n.label(&node_name(id)));
             for i in radical_numbers(radical)? {
-                hosts.push(Host::of(node, format!("{prefix}{i}{suffix}")));
+                let mut h = Host::of(node, format!("{prefix}{i}{suffix}"));
+                h.network = network.clone();
+                hosts.push(h);
             }
         }
     }
@@ -138,6 +275,9 @@ pub fn from_platform_xml(text: &str) -> Result<Vec<NodeGroup>, String> {
         let mut labels = std::collections::BTreeMap::new();
         if let Some(speed) = h.speed {
             labels.insert(SPEED_LABEL.to_string(), format!("{speed:.0}"));
+        }
+        if let Some(n) = &h.network {
+            labels.insert(NETWORK_LABEL.to_string(), n.clone());
         }
         groups.push(NodeGroup {
             name: node_name(&h.id),
@@ -160,6 +300,8 @@ struct Host {
     cores: String,
     memory: String,
     speed: Option<f64>,
+    /// The [`NETWORK_LABEL`] of a `<cluster>`'s host.
+    network: Option<String>,
 }
 
 impl Host {
@@ -179,6 +321,7 @@ impl Host {
                 .to_string(),
             memory: prop("memory").unwrap_or("4Gi").to_string(),
             speed: el.attribute("speed").and_then(speed_flops),
+            network: None,
         }
     }
 }

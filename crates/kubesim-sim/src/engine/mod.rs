@@ -126,6 +126,10 @@ pub struct Run {
     pub simulated: f64,
     /// With `serve`: how the outside clients kept up.
     pub lockstep: Option<LockstepReport>,
+    /// Timers that woke a component during the run (sleeps that ended,
+    /// timeouts that ran out), from the first job on: the work the run
+    /// did for time passing rather than for its jobs.
+    pub timers_fired: u64,
 }
 
 impl Run {
@@ -404,6 +408,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     }
     let start = clock.instant();
     recorder.start_at(start);
+    let timers_at_start = clock.timers_fired();
 
     let fits = pods::Fits::new(&setup.nodes);
     let registry = server.registry.clone();
@@ -415,6 +420,10 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             // In order of submission (input order among equals).
             let mut order: Vec<usize> = (0..jobs.len()).collect();
             order.sort_by(|a, b| jobs[*a].submit.total_cmp(&jobs[*b].submit));
+            let mut rank = vec![0; jobs.len()];
+            for (r, &i) in order.iter().enumerate() {
+                rank[i] = r;
+            }
             let submit_at = |i: usize| start + Duration::from_secs_f64(jobs[i].submit.max(0.0));
             let opts = WriteOptions::answer_version_only();
             // The pods of the next jobs, built and announced to the API
@@ -427,7 +436,8 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                     if job.manifest.is_some() || job.hosts > 1 || !fits.fits(job) {
                         continue;
                     }
-                    let pod = pods::pod(job, j, &names[j]);
+                    let mut pod = pods::pod(job, j, &names[j]);
+                    pods::set_submit_order(&mut pod, rank[j]);
                     let now = meta::format_time(clock.at(submit_at(j)));
                     client.create_ahead(&ResourceRef::core("pods"), "default", &pod, &opts, &now);
                     announced.insert(j, pod);
@@ -441,7 +451,10 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                     }
                     // The PodGroup first: a member created before it would
                     // be scheduled alone.
-                    let (group, members) = pods::gang(job, i, &names[i]);
+                    let (group, mut members) = pods::gang(job, i, &names[i]);
+                    for m in &mut members {
+                        pods::set_submit_order(m, rank[i]);
+                    }
                     rec.submitted(i);
                     let mut created = client
                         .create(
@@ -468,7 +481,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                 // Every generated pod that fits was announced by now (the
                 // announcements run up to this job at least).
                 let prepared = match (&job.manifest, announced.remove(&i)) {
-                    (Some(m), _) => pods::manifest(m, i, &registry),
+                    (Some(m), _) => pods::manifest(m, i, rank[i], &registry),
                     (None, Some(object)) => Ok(pods::Prepared {
                         resource: ResourceRef::core("pods"),
                         namespace: "default".into(),
@@ -510,10 +523,23 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         let deadline = setup.until.map(|u| start + u);
         loop {
             let changed = recorder.changed();
+            // The stuck timer runs only while the run could be stuck: an
+            // idle cluster between jobs waits for the next change alone,
+            // however long, rather than waking every ten minutes.
+            let could_stick = {
+                let (_, a) = recorder.progress();
+                a.running == 0 && a.all_submitted && a.pending > 0
+            };
             let timed_out = tokio::select! {
                 biased;
                 _ = changed => false,
-                _ = clock.sleep(STUCK) => true,
+                _ = async {
+                    if could_stick {
+                        clock.sleep(STUCK).await
+                    } else {
+                        std::future::pending().await
+                    }
+                } => true,
                 _ = async {
                     match deadline {
                         Some(d) => clock.sleep_until(d).await,
@@ -550,6 +576,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         _ = async { submitter.await; std::future::pending::<()>().await } => {}
     }
     let simulated = (clock.instant() - start).as_secs_f64();
+    let timers_fired = clock.timers_fired() - timers_at_start;
     tasks.abort_all();
     let lockstep = policy.map(|p| LockstepReport {
         connected,
@@ -562,5 +589,6 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
         samples: recorder.samples(),
         simulated,
         lockstep,
+        timers_fired,
     })
 }

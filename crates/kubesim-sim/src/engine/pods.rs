@@ -45,8 +45,18 @@ pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
             "labels": {JOB_INDEX: index.to_string()},
             "annotations": {"kubesim.io/run-duration": format!("{ms}ms"),
                 "kubesim.io/job-id": job.id, "kubesim.io/workload": job.workload}}});
+    if let Some(w) = job.walltime.filter(|w| *w > 0.0) {
+        let ms = (w * 1000.0).round() as u64;
+        pod["metadata"]["labels"][kubesim_scheduler::batsim::WALLTIME] = json!(format!("{ms}ms"));
+    }
     pod["spec"] = spec;
     pod
+}
+
+/// Labels `pod` with its job's position in submission order, which the
+/// batch policies (`BatsimFCFS`, `BatsimEASYBackfilling`) queue by.
+pub fn set_submit_order(pod: &mut Value, rank: usize) {
+    pod["metadata"]["labels"][kubesim_scheduler::batsim::SUBMIT_ORDER] = json!(rank.to_string());
 }
 
 /// A job on several hosts: its PodGroup (scheduler-plugins' kind, with
@@ -176,10 +186,12 @@ pub struct Prepared {
     pub followed: bool,
 }
 
-/// Labels a manifest's pods with the job index and finds its resource.
+/// Labels a manifest's pods with the job index and its position in
+/// submission order (unless it gives its own), and finds its resource.
 pub fn manifest(
     m: &Value,
     index: usize,
+    rank: usize,
     registry: &kubesim_core::Registry,
 ) -> Result<Prepared, String> {
     let api_version = m["apiVersion"].as_str().unwrap_or("");
@@ -206,6 +218,10 @@ pub fn manifest(
                     md["labels"] = json!({});
                 }
                 md["labels"][JOB_INDEX] = json!(index.to_string());
+                let order = kubesim_scheduler::batsim::SUBMIT_ORDER;
+                if md["labels"][order].is_null() {
+                    md["labels"][order] = json!(rank.to_string());
+                }
             }
         };
         label(&mut obj, meta_path);
@@ -276,7 +292,7 @@ mod tests {
         let resources = json!({"cpu": "1000m", "memory": "1048576"});
         let want = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "w0-7", "namespace": "default",
-                "labels": {JOB_INDEX: "3"},
+                "labels": {JOB_INDEX: "3", "kubesim.io/walltime": "100000ms"},
                 "annotations": {"kubesim.io/run-duration": "100000ms",
                     "kubesim.io/job-id": "7", "kubesim.io/workload": "w0"}},
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
@@ -285,6 +301,23 @@ mod tests {
                     "resources": {"requests": resources, "limits": resources}}],
                 "schedulerName": "other"}});
         assert_eq!(pod(&j, 3, "w0-7").to_string(), want.to_string());
+    }
+
+    #[test]
+    fn manifest_pods_carry_their_submission_order() {
+        use kubesim_scheduler::batsim::SUBMIT_ORDER;
+        let registry = kubesim_core::Registry::new();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+        let p = manifest(&pod, 4, 2, &registry).unwrap();
+        assert_eq!(p.object["metadata"]["labels"][SUBMIT_ORDER], "2");
+        assert_eq!(p.object["metadata"]["labels"][JOB_INDEX], "4");
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"template": {"metadata": {"labels": {SUBMIT_ORDER: "9"}}}}});
+        let p = manifest(&job, 0, 1, &registry).unwrap();
+        assert_eq!(
+            p.object["spec"]["template"]["metadata"]["labels"][SUBMIT_ORDER], "9",
+            "a manifest's own order is kept"
+        );
     }
 
     #[test]

@@ -12,8 +12,18 @@
 //!   of the platform (`ReadOptions::host_speed`): SimGrid's model for
 //!   computation alone on identical hosts.
 //!
-//! Anything else (communication, which needs SimGrid's network model, or
-//! MPI traces) is counted by type and skipped, never run with a guess.
+//! - a parallel task that communicates, on hosts that share one speed and
+//!   all belong to one SimGrid `<cluster>` (`ReadOptions::network`), runs
+//!   for the longer of its computation and its transfers, plus one route's
+//!   latency (even when computation is the longer, as in SimGrid). Each host's private link carries, each way apart, what the
+//!   host sends to the others and what it receives from them; the
+//!   backbone, if any, carries every transfer between two hosts; a
+//!   resource's time is its bytes over its bandwidth. The latency is a
+//!   route's: the sender's link, the backbone, the receiver's link. What
+//!   a host sends itself costs nothing.
+//!
+//! Anything else (communication without such a platform, or MPI traces)
+//! is counted by type and skipped, never run with a guess.
 //!
 //! A job's pod requests its profile's `cpu` and `memory` when the profile
 //! is a delay carrying them (Batkube's extension); otherwise `res` times
@@ -74,7 +84,11 @@ pub fn read(
             .profiles
             .get(&j.profile)
             .ok_or_else(|| format!("job {id}: no profile {:?}", j.profile))?;
-        let delay = match run_time(&f.profiles, &j.profile, j.res, opts.host_speed, 0) {
+        let platform = Platform {
+            speed: opts.host_speed,
+            network: opts.network,
+        };
+        let delay = match run_time(&f.profiles, &j.profile, j.res, &platform, 0) {
             Ok(t) => t,
             Err(Timing::Unsupported(kind)) => {
                 *skipped.unsupported.entry(kind).or_default() += 1;
@@ -138,15 +152,49 @@ enum Timing {
 /// Nested sequences deeper than this are refused (a loop of names).
 const MAX_NESTING: usize = 16;
 
-/// The run time of profile `name` for a job on `res` hosts of `speed`
-/// flops per second.
+/// What parallel tasks run on: the hosts' common speed (flops per second)
+/// and links.
+struct Platform {
+    speed: Option<f64>,
+    network: Option<crate::cluster::Network>,
+}
+
+/// Seconds of transfer for `com`, an n-by-n matrix of bytes (row: sender),
+/// on `net`, and the latency to add; zeros when nothing crosses a link.
+fn transfer_time(net: &crate::cluster::Network, com: &[f64], n: usize) -> (f64, f64) {
+    let mut up = vec![0.0; n];
+    let mut down = vec![0.0; n];
+    let mut total = 0.0;
+    for i in 0..n {
+        for j in 0..n {
+            let b = com[i * n + j];
+            if i != j && b > 0.0 {
+                up[i] += b;
+                down[j] += b;
+                total += b;
+            }
+        }
+    }
+    if total == 0.0 {
+        return (0.0, 0.0);
+    }
+    let link = up.iter().chain(down.iter()).fold(0.0f64, |m, b| m.max(*b)) / net.link_bandwidth;
+    let (backbone, bb_latency) = match net.backbone {
+        Some((bw, lat)) => (total / bw, lat),
+        None => (0.0, 0.0),
+    };
+    (link.max(backbone), 2.0 * net.link_latency + bb_latency)
+}
+
+/// The run time of profile `name` for a job on `res` hosts of `platform`.
 fn run_time(
     profiles: &BTreeMap<String, Value>,
     name: &str,
     res: u32,
-    speed: Option<f64>,
+    platform: &Platform,
     depth: usize,
 ) -> Result<f64, Timing> {
+    let speed = platform.speed;
     if depth > MAX_NESTING {
         return Err(Timing::Broken(format!(
             "profile {name:?} nests sequences deeper than {MAX_NESTING}"
@@ -164,13 +212,36 @@ fn run_time(
             Some(v) => v.as_f64().map(|x| vec![x]),
         }
     };
-    let no_communication = |kind: &str| -> Result<(), Timing> {
-        match nums("com") {
-            Some(c) if c.iter().all(|x| *x == 0.0) => Ok(()),
-            Some(_) => Err(Timing::Unsupported(format!("{kind} (with communication)"))),
-            None => Err(Timing::Broken(format!(
-                "profile {name:?}: com is not numbers"
+    // The transfer time of `com` (n by n) and its latency, or why there
+    // are none.
+    let communication = |kind: &str, com: &[f64], n: usize| -> Result<(f64, f64), Timing> {
+        if com.iter().all(|x| *x == 0.0) {
+            return Ok((0.0, 0.0));
+        }
+        if com.len() != n * n {
+            return Err(Timing::Broken(format!(
+                "profile {name:?}: com has {} values for {n} hosts",
+                com.len()
+            )));
+        }
+        if com.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(Timing::Broken(format!(
+                "profile {name:?}: com must be finite and not negative"
+            )));
+        }
+        match &platform.network {
+            Some(net) => Ok(transfer_time(net, com, n)),
+            None => Err(Timing::Unsupported(format!(
+                "{kind} (with communication; needs a platform whose compute hosts form one <cluster> with links)"
             ))),
+        }
+    };
+    let scalar = |key: &str| -> Result<f64, Timing> {
+        match p.get(key) {
+            None => Ok(0.0),
+            Some(v) => v
+                .as_f64()
+                .ok_or_else(|| Timing::Broken(format!("profile {name:?}: {key} is not a number"))),
         }
     };
     let over_speed = |kind: &str, flops: f64| -> Result<f64, Timing> {
@@ -201,23 +272,51 @@ fn run_time(
                 let sub = sub.as_str().ok_or_else(|| {
                     Timing::Broken(format!("profile {name:?}: seq holds a non-name"))
                 })?;
-                one += run_time(profiles, sub, res, speed, depth + 1)?;
+                one += run_time(profiles, sub, res, platform, depth + 1)?;
             }
             one * repeat as f64
         }
-        "parallel_homogeneous" | "msg_par_hg" | "ParallelTaskHomogeneousProfile" => {
-            no_communication(kind)?;
-            over_speed(kind, num("cpu").unwrap_or(0.0))?
-        }
-        "parallel_homogeneous_total" | "msg_par_hg_tot" | "ParallelTaskHomogeneousTotalProfile" => {
-            no_communication(kind)?;
-            over_speed(kind, num("cpu").unwrap_or(0.0) / f64::from(res.max(1)))?
+        "parallel_homogeneous"
+        | "msg_par_hg"
+        | "ParallelTaskHomogeneousProfile"
+        | "parallel_homogeneous_total"
+        | "msg_par_hg_tot"
+        | "ParallelTaskHomogeneousTotalProfile" => {
+            // Every host computes `cpu` and sends `com` to every other, or
+            // (a total, or Batsim 5's DefinedAmountsSpreadUniformly) the
+            // amounts are shared out evenly.
+            let n = res.max(1) as usize;
+            let spread = kind.contains("total")
+                || kind.contains("Total")
+                || p.get("generation_strategy").and_then(Value::as_str)
+                    == Some("DefinedAmountsSpreadUniformly");
+            let (cpu, com) = (scalar("cpu")?, scalar("com")?);
+            let pairs = (n * (n - 1)) as f64;
+            let (cpu, each) = if spread {
+                (cpu / n as f64, if pairs > 0.0 { com / pairs } else { 0.0 })
+            } else {
+                (cpu, com)
+            };
+            let matrix: Vec<f64> = (0..n * n)
+                .map(|k| if k / n == k % n { 0.0 } else { each })
+                .collect();
+            let (network, latency) = communication(kind, &matrix, n)?;
+            over_speed(kind, cpu)?.max(network) + latency
         }
         "parallel" | "msg_par" | "ParallelTaskProfile" => {
-            no_communication(kind)?;
             let cpu = nums("cpu")
                 .ok_or_else(|| Timing::Broken(format!("profile {name:?}: cpu is not numbers")))?;
-            over_speed(kind, cpu.iter().copied().fold(0.0, f64::max))?
+            let com = nums("com")
+                .ok_or_else(|| Timing::Broken(format!("profile {name:?}: com is not numbers")))?;
+            // The hosts: one per cpu value, or, without cpu, the side of
+            // the com matrix.
+            let n = if cpu.is_empty() {
+                ((com.len() as f64).sqrt().round() as usize).max(1)
+            } else {
+                cpu.len()
+            };
+            let (network, latency) = communication(kind, &com, n)?;
+            over_speed(kind, cpu.iter().copied().fold(0.0, f64::max))?.max(network) + latency
         }
         other => return Err(Timing::Unsupported(other.to_string())),
     };
@@ -297,6 +396,43 @@ mod tests {
     }
 
     #[test]
+    fn transfers_take_the_busiest_link_plus_a_routes_latency() {
+        // 3 hosts of 1 Gf; links of 2 GB/s and 10 us, a backbone of
+        // 4 GB/s and 2 us. Host 0 computes 1 s and sends 3 GB to each of
+        // 1 and 2; 1 sends 1 GB to 2, and 5 GB to itself (free).
+        // Host 0's link out carries 6 GB: 3 s; host 2's link in 4 GB: 2 s;
+        // the backbone 7 GB: 1.75 s. 3 s, plus 10 + 2 + 10 us.
+        let text = r#"{"jobs": [{"id": 0, "subtime": 0, "res": 3, "profile": "p"},
+                               {"id": 1, "subtime": 0, "res": 3, "profile": "h"}],
+            "profiles": {"p": {"type": "parallel", "cpu": [1e9, 0, 0],
+                               "com": [0, 3e9, 3e9, 0, 5e9, 1e9, 0, 0, 0]},
+                         "h": {"type": "parallel_homogeneous_total", "cpu": 0, "com": 12e9}}}"#;
+        let opts = ReadOptions {
+            host_speed: Some(1e9),
+            network: Some(crate::cluster::Network {
+                link_bandwidth: 2e9,
+                link_latency: 10e-6,
+                backbone: Some((4e9, 2e-6)),
+            }),
+            ..Default::default()
+        };
+        let (jobs, skipped) = read(text, "w0", &opts).unwrap();
+        assert!(skipped.unsupported.is_empty(), "{skipped:?}");
+        assert!(
+            (jobs[0].run_time - 3.000022).abs() < 1e-12,
+            "{}",
+            jobs[0].run_time
+        );
+        // 12 GB shared by the 6 ordered pairs: 2 GB each; each link 4 GB
+        // each way (2 s), the backbone 12 GB (3 s).
+        assert!(
+            (jobs[1].run_time - 3.000022).abs() < 1e-12,
+            "{}",
+            jobs[1].run_time
+        );
+    }
+
+    #[test]
     fn unsupported_and_broken_inputs_say_why() {
         let par = r#"{"jobs": [{"id": 0, "subtime": 0, "res": 4, "profile": "p"},
                               {"id": 1, "subtime": 0, "res": 1, "profile": "d"}],
@@ -305,9 +441,9 @@ mod tests {
         let (jobs, skipped) = read(par, "w0", &ReadOptions::default()).unwrap();
         assert_eq!(jobs.len(), 1);
         assert_eq!(
-            skipped
-                .unsupported
-                .get("ParallelTaskProfile (with communication)"),
+            skipped.unsupported.get(
+                "ParallelTaskProfile (with communication; needs a platform whose compute hosts form one <cluster> with links)"
+            ),
             Some(&1)
         );
         let msg = r#"{"jobs": [{"id": 0, "subtime": 0, "res": 1, "profile": "m"}],

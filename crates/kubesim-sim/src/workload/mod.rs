@@ -31,6 +31,10 @@ pub struct ReadOptions {
     /// has, if they share one: a Batsim job needing more than one host's
     /// worth runs as one pod per host, scheduled together.
     pub host_cpu_millis: Option<u64>,
+    /// The links of the one `<cluster>` every compute host belongs to, if
+    /// they all belong to one: parallel tasks that communicate run for
+    /// their transfers over it (see [`batsim`]).
+    pub network: Option<crate::cluster::Network>,
 }
 
 impl Default for ReadOptions {
@@ -41,6 +45,7 @@ impl Default for ReadOptions {
             swf: SwfOptions::default(),
             host_speed: None,
             host_cpu_millis: None,
+            network: None,
         }
     }
 }

@@ -98,14 +98,16 @@ fn read_cluster(args: &SimulateArgs) -> anyhow::Result<Vec<serde_json::Value>> {
     Ok(cluster::nodes(&groups))
 }
 
-/// The jobs of every workload; `host_speed` and `host_cpu_millis` are the
-/// speed and cpu the platform's compute hosts share, if any (parallel
-/// tasks run for work over the speed; jobs needing more than one host's
-/// cpu run on several hosts).
+/// The jobs of every workload; `host_speed`, `host_cpu_millis` and
+/// `network` are the speed, cpu and cluster links the platform's compute
+/// hosts share, if any (parallel tasks run for work over the speed and
+/// transfers over the links; jobs needing more than one host's cpu run on
+/// several hosts).
 fn read_jobs(
     args: &SimulateArgs,
     host_speed: Option<f64>,
     host_cpu_millis: Option<u64>,
+    network: Option<cluster::Network>,
 ) -> anyhow::Result<Vec<SimJob>> {
     let cpu = workload::cpu_millis(&serde_json::Value::String(args.cpu_per_resource.clone()))
         .map_err(|e| anyhow::anyhow!("bad --cpu-per-resource: {e}"))?;
@@ -117,6 +119,7 @@ fn read_jobs(
         },
         host_speed,
         host_cpu_millis,
+        network,
         ..Default::default()
     };
     let mut jobs = Vec::new();
@@ -175,6 +178,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         &args,
         cluster::common_speed(&nodes),
         cluster::common_cpu_millis(&nodes),
+        cluster::common_network(&nodes),
     )?;
     let scheduler = match &args.scheduler_config {
         Some(p) => kubesim_scheduler::SchedulerConfig::from_file(p)
