@@ -190,20 +190,25 @@ impl Queue {
             if key == *except || !waiting {
                 continue;
             }
-            self.unlink(&key);
-            let cycle = self.cycle;
-            if let Some(e) = self.pods.get_mut(&key) {
-                e.place = Place::InFlight;
-                e.attempts += 1;
-                out.push(QueuedPod {
-                    info: e.info.clone(),
-                    attempts: e.attempts,
-                    cycle,
-                    queued: e.queued,
-                });
-            }
+            out.extend(self.take_for_cycle(&key));
         }
         out
+    }
+
+    /// Takes the waiting pod `key` out of its place for an attempt in this
+    /// cycle.
+    fn take_for_cycle(&mut self, key: &ObjectKey) -> Option<QueuedPod> {
+        self.unlink(key);
+        let cycle = self.cycle;
+        let e = self.pods.get_mut(key)?;
+        e.place = Place::InFlight;
+        e.attempts += 1;
+        Some(QueuedPod {
+            info: e.info.clone(),
+            attempts: e.attempts,
+            cycle,
+            queued: e.queued,
+        })
     }
 
     /// Takes every waiting pod (not gated) for which `pick` holds out of
@@ -223,18 +228,7 @@ impl Queue {
             .collect();
         let mut out = Vec::new();
         for key in keys {
-            self.unlink(&key);
-            let cycle = self.cycle;
-            if let Some(e) = self.pods.get_mut(&key) {
-                e.place = Place::InFlight;
-                e.attempts += 1;
-                out.push(QueuedPod {
-                    info: e.info.clone(),
-                    attempts: e.attempts,
-                    cycle,
-                    queued: e.queued,
-                });
-            }
+            out.extend(self.take_for_cycle(&key));
         }
         out
     }
@@ -483,15 +477,7 @@ impl Queue {
         self.flush(now);
         let (_, key) = self.active.pop_first()?;
         self.cycle += 1;
-        let e = self.pods.get_mut(&key)?;
-        e.place = Place::InFlight;
-        e.attempts += 1;
-        Some(QueuedPod {
-            info: e.info.clone(),
-            attempts: e.attempts,
-            cycle: self.cycle,
-            queued: e.queued,
-        })
+        self.take_for_cycle(&key)
     }
 
     /// The pod was placed (assumed): the queue forgets it. A failed

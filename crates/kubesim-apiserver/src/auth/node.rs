@@ -51,6 +51,21 @@ pub enum NodeDecision {
 
 use NodeDecision::{Allow, NoOpinion};
 
+/// Upstream's refusal of anything but a get of one named object, without
+/// a subresource; None when `a` is such a get.
+fn not_one_get(a: &Attributes) -> Option<NodeDecision> {
+    if a.verb != "get" {
+        return Some(no("can only get individual resources of this type"));
+    }
+    if !a.subresource.is_empty() {
+        return Some(no("cannot get subresource"));
+    }
+    if a.name.is_empty() {
+        return Some(no("No Object name found"));
+    }
+    None
+}
+
 fn no(reason: impl Into<String>) -> NodeDecision {
     NoOpinion(reason.into())
 }
@@ -174,14 +189,8 @@ impl Server {
 
     /// A volume: through the claim bound to it.
     fn get_volume(&self, node: &str, a: &Attributes) -> NodeDecision {
-        if a.verb != "get" {
-            return no("can only get individual resources of this type");
-        }
-        if !a.subresource.is_empty() {
-            return no("cannot get subresource");
-        }
-        if a.name.is_empty() {
-            return no("No Object name found");
+        if let Some(refused) = not_one_get(a) {
+            return refused;
         }
         let claim = self
             .stored("", "persistentvolumes", "", &a.name)
@@ -206,14 +215,8 @@ impl Server {
     }
 
     fn get_attachment(&self, node: &str, a: &Attributes) -> NodeDecision {
-        if a.verb != "get" {
-            return no("can only get individual resources of this type");
-        }
-        if !a.subresource.is_empty() {
-            return no("cannot get subresource");
-        }
-        if a.name.is_empty() {
-            return no("No Object name found");
+        if let Some(refused) = not_one_get(a) {
+            return refused;
         }
         let mine = self
             .stored("storage.k8s.io", "volumeattachments", "", &a.name)
