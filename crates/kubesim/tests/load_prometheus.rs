@@ -15,6 +15,8 @@ use common::load::{files, json_file, load, scratch, testdata, text};
 
 /// How many ConfigMaps the config creates; the queries must count them.
 const CONFIGMAPS: usize = 12;
+/// Pods created one a second, bound by the built-in scheduler.
+const PODS: usize = 10;
 
 fn prometheus_available() -> bool {
     let found = Command::new("prometheus")
@@ -75,10 +77,17 @@ tuningSets:
 - name: Uniform
   qpsLoad:
     qps: 4
+- name: Slow
+  qpsLoad:
+    qps: 1
 steps:
 - name: Start the queries
   measurements:
-{}{}- name: Create configmaps
+{}{}  - Identifier: Throughput
+    Method: SchedulingThroughputPrometheus
+    Params:
+      action: start
+- name: Create configmaps and pods
   phases:
   - namespaceRange:
       min: 1
@@ -88,6 +97,15 @@ steps:
     objectBundle:
     - basename: cm
       objectTemplatePath: configmap.yaml
+  # Bound over several scrapes, so that the binding rate is seen.
+  - namespaceRange:
+      min: 1
+      max: 1
+    replicasPerNamespace: {PODS}
+    tuningSet: Slow
+    objectBundle:
+    - basename: pod
+      objectTemplatePath: pod.yaml
 - name: Wait for two scrapes
   measurements:
   - Identifier: Wait
@@ -96,6 +114,10 @@ steps:
       duration: 12s
 - name: Gather the queries
   measurements:
+  - Identifier: Throughput
+    Method: SchedulingThroughputPrometheus
+    Params:
+      action: gather
   - Identifier: Counted
     Method: GenericPrometheusQuery
     Params:
@@ -110,6 +132,11 @@ steps:
         query("Counted", "1000"),
         query("Limited", "1"),
     );
+    std::fs::write(
+        dir.join("pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{.Name}}\nspec:\n  containers:\n  - name: c\n    image: registry.k8s.io/pause:3.10\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.join("configmap.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{.Name}}\ndata:\n  a: b\n",
@@ -175,6 +202,15 @@ fn generic_queries_run_on_a_real_prometheus() {
         files(&dir, "GenericPrometheusQuery Limited configmaps_").len(),
         1
     );
+
+    // The built-in scheduler's bindings count as requests, so the
+    // throughput query sees them.
+    let throughput = files(&dir, "SchedulingThroughputPrometheus_");
+    assert_eq!(throughput.len(), 1, "{log}");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&throughput[0]).unwrap()).unwrap();
+    let max = t["max"].as_f64().unwrap_or_else(|| panic!("{t}"));
+    assert!(max > 0.0 && max <= PODS as f64, "{t}");
 
     // The server's data stays in the report directory, stopped cleanly.
     assert!(dir.join("prometheus.yml").is_file());

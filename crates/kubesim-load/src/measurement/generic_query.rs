@@ -110,6 +110,21 @@ fn query(v: &Value) -> Result<Query, String> {
     })
 }
 
+/// ClusterLoader2's `prometheusClient` of a Prometheus-based method: the
+/// run's own server (`inCluster`, the default); a cloud provider's
+/// (`managed`) is refused by name.
+pub(crate) fn in_cluster_client(p: &Params, method: &str) -> Result<(), MeasurementError> {
+    match params::string_or(p, "prometheusClient", "inCluster")?.as_str() {
+        "inCluster" => Ok(()),
+        "managed" => Err(MeasurementError::failed(format!(
+            "{method}: prometheusClient \"managed\" (a cloud provider's Prometheus) is not supported"
+        ))),
+        other => Err(MeasurementError::failed(format!(
+            "{method}: unknown prometheusClient {other:?}"
+        ))),
+    }
+}
+
 /// ClusterLoader2's rendering of the window: whole seconds.
 pub(crate) fn window(start: Timestamp, end: Timestamp) -> String {
     let ms = end.as_millisecond() - start.as_millisecond();
@@ -124,15 +139,7 @@ impl Measurement for GenericPrometheusQuery {
         _identifier: &str,
         p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
-        match params::string_or(p, "prometheusClient", "inCluster")?.as_str() {
-            "inCluster" => {}
-            "managed" => {
-                return Err(bad(
-                    "prometheusClient \"managed\" (a cloud provider's Prometheus) is not supported",
-                ))
-            }
-            other => return Err(bad(format!("unknown prometheusClient {other:?}"))),
-        }
+        in_cluster_client(p, NAME)?;
         let Some(prom) = ctx.prometheus.clone() else {
             return Err(MeasurementError::skipped(NEEDS_PROMETHEUS));
         };

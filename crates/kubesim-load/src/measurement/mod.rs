@@ -197,10 +197,17 @@ fn registry() -> BTreeMap<&'static str, Factory> {
         "APIAvailability",
         f(|| Box::<api_availability::ApiAvailability>::default()),
     );
-    m.insert("SLOMeasurement", f(|| Box::new(slo::SloMeasurement)));
+    m.insert(
+        "SLOMeasurement",
+        f(|| Box::<slo::SloMeasurement>::default()),
+    );
     m.insert(
         container_restarts::NAME,
         f(|| Box::<container_restarts::ContainerRestarts>::default()),
+    );
+    m.insert(
+        scheduling_throughput_prometheus::NAME,
+        f(|| Box::<scheduling_throughput_prometheus::SchedulingThroughputPrometheus>::default()),
     );
     m.insert(
         generic_query::NAME,
@@ -211,9 +218,6 @@ fn registry() -> BTreeMap<&'static str, Factory> {
             method,
             f(move || Box::new(skipped::Skip::not_applicable(method))),
         );
-    }
-    for method in skipped::PROMETHEUS_METHODS {
-        m.insert(method, f(|| Box::new(skipped::Skip::needs_prometheus())));
     }
     m
 }
@@ -293,6 +297,7 @@ pub mod pod_startup;
 pub mod prometheus;
 pub mod resource_usage;
 pub mod scheduling_throughput;
+pub mod scheduling_throughput_prometheus;
 pub mod skipped;
 pub mod sleep;
 pub mod slo;

@@ -2,20 +2,14 @@
 //! with the reason rather than refused (which would stop the whole config)
 //! or faked (which would put an invented number in a report).
 //!
-//! Two kinds: probes of what runs inside pods and nodes (network, DNS,
-//! add-ons such as metrics-server or Cilium) have nothing to measure on
-//! emulated nodes, whose pods run no containers; Prometheus queries not yet
-//! run on the Prometheus of `kubesim load --prometheus`.
+//! These are probes of what runs inside pods and nodes (network, DNS,
+//! add-ons such as metrics-server or Cilium): they have nothing to measure
+//! on emulated nodes, whose pods run no containers.
 
 use crate::params::Params;
 use crate::report::Summary;
 
-use super::{Ctx, Measurement, MeasurementError, NEEDS_PROMETHEUS, NOT_APPLICABLE};
-
-/// The reason given for these queries when the run does have a
-/// Prometheus.
-pub const NOT_ON_PROMETHEUS_YET: &str =
-    "a PromQL query kubesim does not run on the Prometheus of --prometheus yet";
+use super::{Ctx, Measurement, MeasurementError, NOT_APPLICABLE};
 
 /// Methods that observe containers, node networking or node add-ons, with
 /// what each one would have observed.
@@ -62,17 +56,9 @@ pub const NOT_APPLICABLE_METHODS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Methods that are PromQL queries against a Prometheus server and that
-/// kubesim does not run on one yet (GenericPrometheusQuery and
-/// ContainerRestarts do).
-pub const PROMETHEUS_METHODS: &[&str] = &["SchedulingThroughputPrometheus"];
-
 /// A method that reports every call as skipped with one reason.
 pub struct Skip {
     reason: String,
-    /// Whether the reason is the missing Prometheus, which is not the
-    /// reason when the run has one.
-    prometheus: bool,
 }
 
 impl Skip {
@@ -84,14 +70,6 @@ impl Skip {
             .unwrap_or("its subject does not exist on emulated nodes");
         Skip {
             reason: format!("{NOT_APPLICABLE} ({why})"),
-            prometheus: false,
-        }
-    }
-
-    pub fn needs_prometheus() -> Self {
-        Skip {
-            reason: NEEDS_PROMETHEUS.to_string(),
-            prometheus: true,
         }
     }
 }
@@ -100,13 +78,10 @@ impl Skip {
 impl Measurement for Skip {
     async fn execute(
         &mut self,
-        ctx: &Ctx,
+        _ctx: &Ctx,
         _identifier: &str,
         _p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
-        if self.prometheus && ctx.prometheus.is_some() {
-            return Err(MeasurementError::skipped(NOT_ON_PROMETHEUS_YET));
-        }
         Err(MeasurementError::skipped(self.reason.clone()))
     }
 }
@@ -126,36 +101,5 @@ mod tests {
         assert!(e.message.starts_with("not applicable to emulated nodes ("));
         assert!(e.message.contains("cluster DNS"), "{}", e.message);
         assert!(e.summaries.is_empty());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn prometheus_queries_say_what_they_need() {
-        let (ctx, _api) = ctx().await;
-        let mut m = Skip::needs_prometheus();
-        let e = m.execute(&ctx, "x", &Params::new()).await.unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Skipped);
-        assert!(e.message.starts_with("needs Prometheus"), "{}", e.message);
-        assert!(e.message.contains("--prometheus"), "{}", e.message);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn with_a_prometheus_the_reason_is_the_missing_query() {
-        struct Never;
-        #[async_trait::async_trait]
-        impl crate::prom::Querier for Never {
-            async fn query(
-                &self,
-                _: &str,
-                _: jiff::Timestamp,
-            ) -> Result<Vec<crate::prom::PromSample>, String> {
-                Err("not asked".into())
-            }
-        }
-        let (mut ctx, _api) = ctx().await;
-        ctx.prometheus = Some(std::sync::Arc::new(Never));
-        let mut m = Skip::needs_prometheus();
-        let e = m.execute(&ctx, "x", &Params::new()).await.unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Skipped);
-        assert_eq!(e.message, NOT_ON_PROMETHEUS_YET);
     }
 }
