@@ -32,6 +32,18 @@ impl Histogram {
         self.count
     }
 
+    /// Adds `other`'s counts (of the same bounds) to these.
+    pub fn merge(&mut self, other: &Histogram) {
+        if self.counts.len() < other.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.sum += other.sum;
+        self.count += other.count;
+    }
+
     /// Appends the `_bucket`, `_sum` and `_count` lines of series `name`
     /// with `labels` (already formatted, `a="x",b="y"`) to `out`.
     pub fn render(&self, out: &mut String, name: &str, labels: &str, bounds: &[f64]) {

@@ -27,6 +27,7 @@ pub mod rng;
 pub mod shape_check;
 mod spam;
 pub mod workqueue;
+pub mod workqueue_metrics;
 
 pub use ahead::{Ahead, Promise};
 pub use api::{

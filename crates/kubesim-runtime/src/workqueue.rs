@@ -37,6 +37,7 @@ pub struct WorkQueue<K> {
     clock: Clock,
     base_delay: Duration,
     max_delay: Duration,
+    stats: crate::workqueue_metrics::QueueStats,
 }
 
 impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
@@ -57,6 +58,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
             clock,
             base_delay,
             max_delay,
+            stats: Default::default(),
         })
     }
 
@@ -65,6 +67,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
         if s.shut_down || !s.dirty.insert(key.clone()) {
             return;
         }
+        self.stats.added();
         if s.processing.contains(&key) {
             return;
         }
@@ -88,6 +91,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
     /// Adds `key` after its backoff, which doubles with each failure until
     /// [`forget`](Self::forget) is called.
     pub fn add_rate_limited(self: &Arc<Self>, key: K) {
+        self.stats.retried();
         let delay = {
             let mut s = self.state.lock();
             let n = s.failures.entry(key.clone()).or_insert(0);
@@ -187,6 +191,16 @@ const COOLDOWN: u32 = 3;
 /// The longest such wait, so that status stays fresh.
 const MAX_COOLDOWN: Duration = Duration::from_secs(1);
 
+impl<K: Ord + Clone + Send + Sync + 'static> crate::workqueue_metrics::Observed for WorkQueue<K> {
+    fn depth(&self) -> usize {
+        self.len()
+    }
+
+    fn stats(&self) -> &crate::workqueue_metrics::QueueStats {
+        &self.stats
+    }
+}
+
 /// What a reconcile asks of the queue besides forgetting its failures.
 pub type Requeue = Option<Duration>;
 
@@ -205,6 +219,10 @@ pub async fn run_workers<K, F, Fut>(
     F: Fn(K) -> Fut,
     Fut: Future<Output = Result<Requeue, ApiError>>,
 {
+    {
+        let observed: Arc<dyn crate::workqueue_metrics::Observed> = queue.clone();
+        crate::workqueue_metrics::register(name, Arc::downgrade(&observed));
+    }
     let worker = |_| async {
         while let Some(key) = queue.next().await {
             let started = queue.clock.instant();
@@ -245,6 +263,7 @@ pub async fn run_workers<K, F, Fut>(
             // of one. In simulated time passes take no time, so nothing
             // waits.
             let took = queue.clock.instant() - started;
+            queue.stats.worked(took);
             queue.done_after(&key, took.saturating_mul(COOLDOWN).min(MAX_COOLDOWN));
         }
     };

@@ -114,6 +114,12 @@ fn scheduler_series_are_on_metrics() {
         })
         .unwrap_or_else(|| panic!("no binding request counted:\n{metrics}"));
     assert!(binding.ends_with(" 1"), "{binding}");
+    // The controllers' work queues, under client-go's names.
+    assert!(
+        metrics.contains("workqueue_adds_total{name=\""),
+        "{metrics}"
+    );
+    assert!(metrics.contains("workqueue_work_duration_seconds_count{name=\""));
 }
 
 #[test]

@@ -13,7 +13,8 @@ use kubesim_emulator::usage::Model;
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// What the in-process components serve beside the API: the emulated
-/// kubelets' endpoints, and the scheduler's series on `/metrics`.
+/// kubelets' endpoints, and the scheduler's and the controllers' work
+/// queues' series on `/metrics`.
 pub struct ComponentRoutes {
     pub kubelets: Option<Arc<Model>>,
     pub scheduler: Option<Arc<kubesim_scheduler::Metrics>>,
@@ -30,6 +31,7 @@ impl kubesim_apiserver::http::ExtraRoutes for ComponentRoutes {
         if let Some(s) = &self.scheduler {
             s.render(out);
         }
+        kubesim_runtime::workqueue_metrics::render(out);
     }
 }
 
