@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::generic_query::window;
-use super::{Ctx, Measurement, MeasurementError, NEEDS_PROMETHEUS};
+use super::generic_query::{prometheus_of, window};
+use super::{Ctx, Measurement, MeasurementError};
 
 pub const NAME: &str = "ContainerRestarts";
 const QUERY: &str = "changes(container_start_time_seconds[%v])";
@@ -91,9 +91,7 @@ impl Measurement for ContainerRestarts {
         _identifier: &str,
         p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
-        let Some(prom) = ctx.prometheus.clone() else {
-            return Err(MeasurementError::skipped(NEEDS_PROMETHEUS));
-        };
+        let prom = prometheus_of(ctx, p, NAME)?;
         match params::required_string(p, "action")?.as_str() {
             "start" => {
                 self.start = Some(ctx.clock.now());
@@ -154,33 +152,15 @@ impl Measurement for ContainerRestarts {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::measurement::test_support::ctx;
+    use crate::measurement::test_support::{ctx, sample, Canned};
     use crate::measurement::ErrorKind;
-    use crate::prom::{PromSample, Querier};
-
-    struct Answer(Vec<PromSample>, parking_lot::Mutex<Vec<String>>);
-
-    #[async_trait::async_trait]
-    impl Querier for Answer {
-        async fn query(&self, promql: &str, _: Timestamp) -> Result<Vec<PromSample>, String> {
-            self.1.lock().push(promql.to_string());
-            Ok(self.0.clone())
-        }
-    }
+    use crate::prom::PromSample;
 
     fn restart(pod: &str, n: f64) -> PromSample {
-        PromSample {
-            metric: [("container", "c"), ("pod", pod), ("namespace", "ns")]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            value: n,
-        }
+        sample(&[("container", "c"), ("pod", pod), ("namespace", "ns")], n)
     }
 
     fn params(v: Value) -> Params {
@@ -202,14 +182,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn restarts_beyond_the_allowance_are_violations() {
-        let answer = Arc::new(Answer(
-            vec![
-                restart("coredns-1", 3.0),
-                restart("web-1", 1.2),
-                restart("db-0", 0.0),
-            ],
-            Default::default(),
-        ));
+        let answer = Canned::always(vec![
+            restart("coredns-1", 3.0),
+            restart("web-1", 1.2),
+            restart("db-0", 0.0),
+        ]);
         let (mut c, _api) = ctx().await;
         c.prometheus = Some(answer.clone());
         let mut m = ContainerRestarts::default();
@@ -227,7 +204,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(
-            answer.1.lock()[0],
+            answer.queries()[0],
             "changes(container_start_time_seconds[42s])"
         );
         assert_eq!(e.kind, ErrorKind::Violation);
@@ -261,7 +238,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Skipped);
         assert!(e.message.contains("--prometheus"), "{}", e.message);
-        c.prometheus = Some(Arc::new(Answer(Vec::new(), Default::default())));
+        c.prometheus = Some(Canned::always(Vec::new()));
         m.execute(&c, "r", &params(json!({"action": "start"})))
             .await
             .unwrap();

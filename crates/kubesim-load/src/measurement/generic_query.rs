@@ -13,11 +13,13 @@
 //! violations, which fail the call only with `enableViolations`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::params::{self, Params};
+use crate::prom::Querier;
 use crate::report::{DataItem, PerfData, Summary};
 
 use super::{Ctx, Measurement, MeasurementError, NEEDS_PROMETHEUS};
@@ -110,10 +112,22 @@ fn query(v: &Value) -> Result<Query, String> {
     })
 }
 
-/// ClusterLoader2's `prometheusClient` of a Prometheus-based method: the
-/// run's own server (`inCluster`, the default); a cloud provider's
-/// (`managed`) is refused by name.
-pub(crate) fn in_cluster_client(p: &Params, method: &str) -> Result<(), MeasurementError> {
+/// The Prometheus a Prometheus-based method queries: ClusterLoader2's
+/// `prometheusClient` is the run's own server (`inCluster`, the default;
+/// a cloud provider's, `managed`, is refused by name), and without one
+/// the call is skipped saying how to get one.
+pub(crate) fn prometheus_of(
+    ctx: &Ctx,
+    p: &Params,
+    method: &str,
+) -> Result<Arc<dyn Querier>, MeasurementError> {
+    in_cluster_client(p, method)?;
+    ctx.prometheus
+        .clone()
+        .ok_or_else(|| MeasurementError::skipped(NEEDS_PROMETHEUS))
+}
+
+fn in_cluster_client(p: &Params, method: &str) -> Result<(), MeasurementError> {
     match params::string_or(p, "prometheusClient", "inCluster")?.as_str() {
         "inCluster" => Ok(()),
         "managed" => Err(MeasurementError::failed(format!(
@@ -139,10 +153,7 @@ impl Measurement for GenericPrometheusQuery {
         _identifier: &str,
         p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
-        in_cluster_client(p, NAME)?;
-        let Some(prom) = ctx.prometheus.clone() else {
-            return Err(MeasurementError::skipped(NEEDS_PROMETHEUS));
-        };
+        let prom = prometheus_of(ctx, p, NAME)?;
         match params::required_string(p, "action")?.as_str() {
             "start" => {
                 self.started = Some((spec(p)?, ctx.clock.now()));
@@ -233,42 +244,11 @@ impl Measurement for GenericPrometheusQuery {
 mod tests {
     use std::sync::Arc;
 
-    use parking_lot::Mutex;
     use serde_json::json;
 
     use super::*;
-    use crate::measurement::test_support::ctx;
+    use crate::measurement::test_support::{ctx, sample, Canned};
     use crate::measurement::ErrorKind;
-    use crate::prom::{PromSample, Querier};
-
-    /// Answers every query with the samples of the first matching
-    /// fragment, and records what it was asked.
-    struct Canned {
-        answers: Vec<(&'static str, Result<Vec<PromSample>, String>)>,
-        asked: Mutex<Vec<(String, Timestamp)>>,
-    }
-
-    #[async_trait::async_trait]
-    impl Querier for Canned {
-        async fn query(&self, promql: &str, at: Timestamp) -> Result<Vec<PromSample>, String> {
-            self.asked.lock().push((promql.to_string(), at));
-            self.answers
-                .iter()
-                .find(|(frag, _)| promql.contains(frag))
-                .map(|(_, a)| a.clone())
-                .unwrap_or(Ok(Vec::new()))
-        }
-    }
-
-    fn sample(labels: &[(&str, &str)], value: f64) -> PromSample {
-        PromSample {
-            metric: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            value,
-        }
-    }
 
     fn params(v: Value) -> Params {
         v.as_object().unwrap().clone()
@@ -299,19 +279,16 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn queries_cover_the_window_and_fill_one_item_per_dimension_value() {
-        let canned = Arc::new(Canned {
-            answers: vec![
-                (
-                    "max_over_time",
-                    Ok(vec![
-                        sample(&[("verb", "GET"), ("x", "1")], 40.0),
-                        sample(&[("verb", "LIST")], 120.0),
-                    ]),
-                ),
-                ("min_over_time", Ok(vec![sample(&[("verb", "GET")], 0.5)])),
-            ],
-            asked: Mutex::new(Vec::new()),
-        });
+        let canned = Canned::new(vec![
+            (
+                "max_over_time",
+                Ok(vec![
+                    sample(&[("verb", "GET"), ("x", "1")], 40.0),
+                    sample(&[("verb", "LIST")], 120.0),
+                ]),
+            ),
+            ("min_over_time", Ok(vec![sample(&[("verb", "GET")], 0.5)])),
+        ]);
         let c = with(canned.clone()).await;
         let mut m = GenericPrometheusQuery::default();
         m.execute(&c, "id", &params(start_params())).await.unwrap();
@@ -345,19 +322,16 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn thresholds_bounds_duplicates_and_missing_samples_are_violations() {
-        let canned = Arc::new(Canned {
-            answers: vec![
-                (
-                    "max_over_time",
-                    Ok(vec![
-                        sample(&[("verb", "LIST")], 120.0),
-                        sample(&[("verb", "LIST"), ("y", "2")], 1.0),
-                    ]),
-                ),
-                ("min_over_time", Ok(vec![sample(&[("verb", "GET")], 0.5)])),
-            ],
-            asked: Mutex::new(Vec::new()),
-        });
+        let canned = Canned::new(vec![
+            (
+                "max_over_time",
+                Ok(vec![
+                    sample(&[("verb", "LIST")], 120.0),
+                    sample(&[("verb", "LIST"), ("y", "2")], 1.0),
+                ]),
+            ),
+            ("min_over_time", Ok(vec![sample(&[("verb", "GET")], 0.5)])),
+        ]);
         let c = with(canned).await;
         let mut m = GenericPrometheusQuery::default();
         m.execute(&c, "id", &params(start_params())).await.unwrap();
@@ -396,13 +370,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_refused_query_fails_the_call_in_one_line() {
-        let canned = Arc::new(Canned {
-            answers: vec![(
-                "max_over_time",
-                Err("Prometheus refused the query (400 bad_data): parse error".into()),
-            )],
-            asked: Mutex::new(Vec::new()),
-        });
+        let canned = Canned::new(vec![(
+            "max_over_time",
+            Err("Prometheus refused the query (400 bad_data): parse error".into()),
+        )]);
         let c = with(canned).await;
         let mut m = GenericPrometheusQuery::default();
         m.execute(&c, "id", &params(start_params())).await.unwrap();
@@ -419,10 +390,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn bad_parameters_and_no_prometheus() {
-        let canned = Arc::new(Canned {
-            answers: vec![],
-            asked: Mutex::new(Vec::new()),
-        });
+        let canned = Canned::new(vec![]);
         let c = with(canned).await;
         let mut m = GenericPrometheusQuery::default();
         let mut p = start_params();

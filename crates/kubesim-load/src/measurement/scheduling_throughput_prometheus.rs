@@ -15,8 +15,8 @@ use serde::Serialize;
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::generic_query::{in_cluster_client, window};
-use super::{Ctx, Measurement, MeasurementError, NEEDS_PROMETHEUS};
+use super::generic_query::{prometheus_of, window};
+use super::{Ctx, Measurement, MeasurementError};
 
 pub const NAME: &str = "SchedulingThroughputPrometheus";
 const QUERY: &str = r#"max_over_time(sum(irate(apiserver_request_total{verb="POST", resource="pods", subresource="binding",code="201"}[1m]))[%v:5s])"#;
@@ -43,10 +43,7 @@ impl Measurement for SchedulingThroughputPrometheus {
         _identifier: &str,
         p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
-        in_cluster_client(p, NAME)?;
-        let Some(prom) = ctx.prometheus.clone() else {
-            return Err(MeasurementError::skipped(NEEDS_PROMETHEUS));
-        };
+        let prom = prometheus_of(ctx, p, NAME)?;
         match params::required_string(p, "action")?.as_str() {
             "start" => {
                 self.start = Some(ctx.clock.now());
@@ -86,31 +83,11 @@ impl Measurement for SchedulingThroughputPrometheus {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use serde_json::json;
 
     use super::*;
-    use crate::measurement::test_support::ctx;
+    use crate::measurement::test_support::{ctx, sample, Canned};
     use crate::measurement::ErrorKind;
-    use crate::prom::{PromSample, Querier};
-
-    struct Answer(Vec<f64>, parking_lot::Mutex<Vec<String>>);
-
-    #[async_trait::async_trait]
-    impl Querier for Answer {
-        async fn query(&self, promql: &str, _: Timestamp) -> Result<Vec<PromSample>, String> {
-            self.1.lock().push(promql.to_string());
-            Ok(self
-                .0
-                .iter()
-                .map(|v| PromSample {
-                    metric: Default::default(),
-                    value: *v,
-                })
-                .collect())
-        }
-    }
 
     fn params(v: serde_json::Value) -> Params {
         v.as_object().unwrap().clone()
@@ -120,7 +97,7 @@ mod tests {
         values: Vec<f64>,
         gather: serde_json::Value,
     ) -> (Result<Vec<Summary>, MeasurementError>, Vec<String>) {
-        let answer = Arc::new(Answer(values, Default::default()));
+        let answer = Canned::always(values.into_iter().map(|v| sample(&[], v)).collect());
         let (mut c, _api) = ctx().await;
         c.prometheus = Some(answer.clone());
         let mut m = SchedulingThroughputPrometheus::default();
@@ -129,7 +106,7 @@ mod tests {
             .unwrap();
         c.clock.sleep(std::time::Duration::from_secs(90)).await;
         let out = m.execute(&c, "t", &params(gather)).await;
-        let asked = answer.1.lock().clone();
+        let asked = answer.queries();
         (out, asked)
     }
 

@@ -74,26 +74,10 @@ impl Measurement for SloMeasurement {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use jiff::Timestamp;
     use serde_json::json;
 
     use super::*;
-    use crate::measurement::test_support::ctx;
-    use crate::prom::{PromSample, Querier};
-
-    struct Rate(f64);
-
-    #[async_trait::async_trait]
-    impl Querier for Rate {
-        async fn query(&self, _: &str, _: Timestamp) -> Result<Vec<PromSample>, String> {
-            Ok(vec![PromSample {
-                metric: Default::default(),
-                value: self.0,
-            }])
-        }
-    }
+    use crate::measurement::test_support::{ctx, sample, Canned};
 
     fn params(v: serde_json::Value) -> Params {
         v.as_object().unwrap().clone()
@@ -117,7 +101,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_throughput_part_runs_with_its_overrides() {
         let (mut c, _api) = ctx().await;
-        c.prometheus = Some(Arc::new(Rate(40.0)));
+        c.prometheus = Some(Canned::always(vec![sample(&[], 40.0)]));
         let mut m = SloMeasurement::default();
         let start = m
             .execute(&c, "slo", &params(json!({"action": "start"})))

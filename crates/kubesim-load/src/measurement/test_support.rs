@@ -151,3 +151,58 @@ pub async fn delete_now(api: &Arc<dyn Api>, r: &ResourceRef, ns: &str, name: &st
         .await
         .unwrap_or_else(|e| panic!("delete {name}: {}", e.message));
 }
+
+/// A Prometheus that answers every query with the samples of the first
+/// fragment the query contains, and records what it was asked.
+pub struct Canned {
+    answers: Vec<(&'static str, Result<Vec<crate::prom::PromSample>, String>)>,
+    pub asked: parking_lot::Mutex<Vec<(String, jiff::Timestamp)>>,
+}
+
+impl Canned {
+    pub fn new(
+        answers: Vec<(&'static str, Result<Vec<crate::prom::PromSample>, String>)>,
+    ) -> Arc<Self> {
+        Arc::new(Canned {
+            answers,
+            asked: Default::default(),
+        })
+    }
+
+    /// The same samples for every query.
+    pub fn always(samples: Vec<crate::prom::PromSample>) -> Arc<Self> {
+        Self::new(vec![("", Ok(samples))])
+    }
+
+    /// The queries asked so far.
+    pub fn queries(&self) -> Vec<String> {
+        self.asked.lock().iter().map(|(q, _)| q.clone()).collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::prom::Querier for Canned {
+    async fn query(
+        &self,
+        promql: &str,
+        at: jiff::Timestamp,
+    ) -> Result<Vec<crate::prom::PromSample>, String> {
+        self.asked.lock().push((promql.to_string(), at));
+        self.answers
+            .iter()
+            .find(|(frag, _)| promql.contains(frag))
+            .map(|(_, a)| a.clone())
+            .unwrap_or(Ok(Vec::new()))
+    }
+}
+
+/// A sample with `labels` and `value`.
+pub fn sample(labels: &[(&str, &str)], value: f64) -> crate::prom::PromSample {
+    crate::prom::PromSample {
+        metric: labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        value,
+    }
+}
