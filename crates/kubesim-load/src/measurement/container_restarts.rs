@@ -14,13 +14,12 @@
 //! Emulated pods run no containers, so on kubesim the query finds no
 //! series and the summary is an empty list.
 
-use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::generic_query::{prometheus_of, window};
+use super::generic_query::{prometheus_of, Window};
 use super::{Ctx, Measurement, MeasurementError};
 
 pub const NAME: &str = "ContainerRestarts";
@@ -28,7 +27,7 @@ const QUERY: &str = "changes(container_start_time_seconds[%v])";
 
 #[derive(Default)]
 pub struct ContainerRestarts {
-    start: Option<Timestamp>,
+    window: Window,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,20 +93,15 @@ impl Measurement for ContainerRestarts {
         let prom = prometheus_of(ctx, p, NAME)?;
         match params::required_string(p, "action")?.as_str() {
             "start" => {
-                self.start = Some(ctx.clock.now());
+                self.window.start(ctx);
                 Ok(Vec::new())
             }
             "gather" => {
-                let start = self.start.ok_or_else(|| bad("gather without a start"))?;
                 let allowed = allowances(p)?;
                 let default_allowed = params::int_or(p, "defaultAllowedRestarts", 0)?;
                 let failure_enabled = params::bool_or(p, "failureEnabled", true)?;
                 let enable_violations = params::bool_or(p, "enableViolations", false)?;
-                let end = ctx.clock.now();
-                let samples = prom
-                    .query(&QUERY.replace("%v", &window(start, end)), end)
-                    .await
-                    .map_err(|e| bad(format!("query: {e}")))?;
+                let (samples, end) = self.window.query(ctx, &*prom, QUERY, NAME).await?;
                 let label = |s: &crate::prom::PromSample, k: &str| {
                     s.metric.get(k).cloned().unwrap_or_default()
                 };

@@ -19,7 +19,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::params::{self, Params};
-use crate::prom::Querier;
+use crate::prom::{PromSample, Querier};
 use crate::report::{DataItem, PerfData, Summary};
 
 use super::{Ctx, Measurement, MeasurementError, NEEDS_PROMETHEUS};
@@ -136,6 +136,38 @@ fn in_cluster_client(p: &Params, method: &str) -> Result<(), MeasurementError> {
         other => Err(MeasurementError::failed(format!(
             "{method}: unknown prometheusClient {other:?}"
         ))),
+    }
+}
+
+/// The measured window of a Prometheus method whose query takes it whole,
+/// from its `start` call to its `gather`.
+#[derive(Default)]
+pub(crate) struct Window(Option<Timestamp>);
+
+impl Window {
+    pub(crate) fn start(&mut self, ctx: &Ctx) {
+        self.0 = Some(ctx.clock.now());
+    }
+
+    /// Runs `query`, its `%v` the window, at the gather's time; gives the
+    /// samples and that time.
+    pub(crate) async fn query(
+        &self,
+        ctx: &Ctx,
+        prom: &dyn Querier,
+        query: &str,
+        method: &str,
+    ) -> Result<(Vec<PromSample>, Timestamp), MeasurementError> {
+        let failed = |m: String| MeasurementError::failed(format!("{method}: {m}"));
+        let start = self
+            .0
+            .ok_or_else(|| failed("gather without a start".into()))?;
+        let end = ctx.clock.now();
+        let samples = prom
+            .query(&query.replace("%v", &window(start, end)), end)
+            .await
+            .map_err(|e| failed(format!("query: {e}")))?;
+        Ok((samples, end))
     }
 }
 

@@ -9,13 +9,12 @@
 //! is set. kubesim counts its built-in scheduler's bindings as a real
 //! scheduler's requests, so the query sees them.
 
-use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::generic_query::{prometheus_of, window};
+use super::generic_query::{prometheus_of, Window};
 use super::{Ctx, Measurement, MeasurementError};
 
 pub const NAME: &str = "SchedulingThroughputPrometheus";
@@ -23,7 +22,7 @@ const QUERY: &str = r#"max_over_time(sum(irate(apiserver_request_total{verb="POS
 
 #[derive(Default)]
 pub struct SchedulingThroughputPrometheus {
-    start: Option<Timestamp>,
+    window: Window,
 }
 
 #[derive(Debug, Serialize)]
@@ -46,18 +45,13 @@ impl Measurement for SchedulingThroughputPrometheus {
         let prom = prometheus_of(ctx, p, NAME)?;
         match params::required_string(p, "action")?.as_str() {
             "start" => {
-                self.start = Some(ctx.clock.now());
+                self.window.start(ctx);
                 Ok(Vec::new())
             }
             "gather" => {
-                let start = self.start.ok_or_else(|| bad("gather without a start"))?;
                 let enable_violations = params::bool_or(p, "enableViolations", false)?;
                 let threshold = params::float_or(p, "threshold", 0.0)?;
-                let end = ctx.clock.now();
-                let samples = prom
-                    .query(&QUERY.replace("%v", &window(start, end)), end)
-                    .await
-                    .map_err(|e| bad(format!("query: {e}")))?;
+                let (samples, end) = self.window.query(ctx, &*prom, QUERY, NAME).await?;
                 if samples.len() != 1 {
                     return Err(bad(format!(
                         "got unexpected number of samples: {}",
