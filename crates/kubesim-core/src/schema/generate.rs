@@ -1,15 +1,19 @@
-//! Schemas of the built-in kinds, generated once per process from the
-//! `k8s-openapi` types and post-processed into OpenAPI 3.0 component form.
+//! Schemas of the built-in kinds: the `k8s-openapi` types' schemas, kept
+//! as a snapshot in the crate's assets and post-processed once per process
+//! into OpenAPI 3.0 component form with kubesim's own annotations.
+//!
+//! The snapshot spares every build of the binary the `schemars` code of
+//! some thousand generated types (docs/decisions/openapi-schemas.md); the
+//! `snapshot` tests regenerate it from `k8s-openapi` and fail when it is
+//! stale.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
-use k8s_openapi::schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::extensions;
-use crate::resource::Registry;
 
 /// Where definitions live inside a document; every `$ref` points here.
 pub const REF_PREFIX: &str = "#/components/schemas/";
@@ -20,6 +24,30 @@ pub const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 pub const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
 pub const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 pub const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+
+/// The schemas `k8s-openapi` generates for the built-in kinds, before
+/// kubesim's post-processing: `assets/builtin-schemas.json`.
+pub(super) const SNAPSHOT: &str = include_str!("../../assets/builtin-schemas.json");
+
+/// What the snapshot holds.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+pub(super) struct Raw {
+    /// Where the schemas came from, for whoever reads the file.
+    pub generator: String,
+    /// The served kinds that have a schema, in the registry's order.
+    pub kinds: Vec<RawKind>,
+    /// schemars' definitions (OpenAPI 3.0 settings, transforms applied).
+    pub definitions: Map<String, Value>,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+pub(super) struct RawKind {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    /// Its definition's name.
+    pub definition: String,
+}
 
 /// Every built-in definition plus the index from kinds to definition names.
 #[derive(Debug)]
@@ -59,91 +87,6 @@ pub fn ref_name(reference: &str) -> Option<&str> {
     reference.strip_prefix(REF_PREFIX)
 }
 
-/// Adds `T`'s schema (and everything it references) to the generator and
-/// returns its definition name.
-pub(super) fn add<T: JsonSchema>(gen: &mut SchemaGenerator) -> Option<String> {
-    let schema = gen.subschema_for::<T>();
-    let reference = schema.get("$ref")?.as_str()?;
-    // schemars builds the ref from the configured definitions path; only the
-    // name after the last path segment matters to us.
-    Some(reference.rsplit('/').next()?.to_string())
-}
-
-/// Maps a built-in (group, version, kind) to its `k8s-openapi` type. Kinds the
-/// crate does not know (or that we do not serve) yield `None`.
-fn add_kind(gen: &mut SchemaGenerator, group: &str, version: &str, kind: &str) -> Option<String> {
-    use k8s_openapi::api::{
-        apps::v1 as apps, authentication::v1 as authentication, authorization::v1 as authorization,
-        autoscaling::v1 as autoscaling1, autoscaling::v2 as autoscaling2, batch::v1 as batch,
-        coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
-        events::v1 as events, networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
-        scheduling::v1 as scheduling, storage::v1 as storage,
-    };
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
-    match (group, version, kind) {
-        ("", "v1", "Binding") => add::<core::Binding>(gen),
-        ("", "v1", "ConfigMap") => add::<core::ConfigMap>(gen),
-        ("", "v1", "Endpoints") => add::<core::Endpoints>(gen),
-        ("", "v1", "Event") => add::<core::Event>(gen),
-        ("", "v1", "LimitRange") => add::<core::LimitRange>(gen),
-        ("", "v1", "Namespace") => add::<core::Namespace>(gen),
-        ("", "v1", "Node") => add::<core::Node>(gen),
-        ("", "v1", "PersistentVolumeClaim") => add::<core::PersistentVolumeClaim>(gen),
-        ("", "v1", "PersistentVolume") => add::<core::PersistentVolume>(gen),
-        ("", "v1", "Pod") => add::<core::Pod>(gen),
-        ("", "v1", "PodTemplate") => add::<core::PodTemplate>(gen),
-        ("", "v1", "ReplicationController") => add::<core::ReplicationController>(gen),
-        ("", "v1", "ResourceQuota") => add::<core::ResourceQuota>(gen),
-        ("", "v1", "Secret") => add::<core::Secret>(gen),
-        ("", "v1", "ServiceAccount") => add::<core::ServiceAccount>(gen),
-        ("", "v1", "Service") => add::<core::Service>(gen),
-        ("apps", "v1", "ControllerRevision") => add::<apps::ControllerRevision>(gen),
-        ("apps", "v1", "DaemonSet") => add::<apps::DaemonSet>(gen),
-        ("apps", "v1", "Deployment") => add::<apps::Deployment>(gen),
-        ("apps", "v1", "ReplicaSet") => add::<apps::ReplicaSet>(gen),
-        ("apps", "v1", "StatefulSet") => add::<apps::StatefulSet>(gen),
-        ("authentication.k8s.io", "v1", "SelfSubjectReview") => {
-            add::<authentication::SelfSubjectReview>(gen)
-        }
-        ("authentication.k8s.io", "v1", "TokenRequest") => add::<authentication::TokenRequest>(gen),
-        ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => {
-            add::<authorization::SelfSubjectAccessReview>(gen)
-        }
-        ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => {
-            add::<authorization::SelfSubjectRulesReview>(gen)
-        }
-        ("autoscaling", "v1", "Scale") => add::<autoscaling1::Scale>(gen),
-        ("autoscaling", "v1", "HorizontalPodAutoscaler") => {
-            add::<autoscaling1::HorizontalPodAutoscaler>(gen)
-        }
-        ("autoscaling", "v2", "HorizontalPodAutoscaler") => {
-            add::<autoscaling2::HorizontalPodAutoscaler>(gen)
-        }
-        ("batch", "v1", "CronJob") => add::<batch::CronJob>(gen),
-        ("batch", "v1", "Job") => add::<batch::Job>(gen),
-        ("coordination.k8s.io", "v1", "Lease") => add::<coordination::Lease>(gen),
-        ("discovery.k8s.io", "v1", "EndpointSlice") => add::<discovery::EndpointSlice>(gen),
-        ("events.k8s.io", "v1", "Event") => add::<events::Event>(gen),
-        ("networking.k8s.io", "v1", "Ingress") => add::<networking::Ingress>(gen),
-        ("networking.k8s.io", "v1", "IngressClass") => add::<networking::IngressClass>(gen),
-        ("networking.k8s.io", "v1", "NetworkPolicy") => add::<networking::NetworkPolicy>(gen),
-        ("policy", "v1", "Eviction") => add::<policy::Eviction>(gen),
-        ("policy", "v1", "PodDisruptionBudget") => add::<policy::PodDisruptionBudget>(gen),
-        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding") => {
-            add::<rbac::ClusterRoleBinding>(gen)
-        }
-        ("rbac.authorization.k8s.io", "v1", "ClusterRole") => add::<rbac::ClusterRole>(gen),
-        ("rbac.authorization.k8s.io", "v1", "RoleBinding") => add::<rbac::RoleBinding>(gen),
-        ("rbac.authorization.k8s.io", "v1", "Role") => add::<rbac::Role>(gen),
-        ("scheduling.k8s.io", "v1", "PriorityClass") => add::<scheduling::PriorityClass>(gen),
-        ("storage.k8s.io", "v1", "StorageClass") => add::<storage::StorageClass>(gen),
-        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => {
-            add::<apiextensions::CustomResourceDefinition>(gen)
-        }
-        _ => super::control_plane_kinds::add_kind(gen, group, version, kind),
-    }
-}
-
 /// Kinds that have no collection of their own (subresource bodies and
 /// reviews, which are never stored): no List.
 fn has_list(kind: &str) -> bool {
@@ -162,49 +105,21 @@ fn has_list(kind: &str) -> bool {
 }
 
 fn generate() -> BuiltinSchemas {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-
-    let settings = SchemaSettings::openapi3();
-    let mut gen = settings.into_generator();
-
-    // The meta types every document needs regardless of kinds.
-    let _ = add::<meta::ObjectMeta>(&mut gen);
-    let _ = add::<meta::ListMeta>(&mut gen);
-    let _ = add::<meta::Status>(&mut gen);
-    let _ = add::<meta::DeleteOptions>(&mut gen);
-    let _ = add::<meta::Patch>(&mut gen);
-
-    // Built-in kinds as the registry serves them, plus the kinds their
-    // subresources speak (Scale, Eviction, Binding).
-    let mut gvks: Vec<(String, String, String)> = Vec::new();
-    for r in Registry::new().all() {
-        if r.is_custom() {
-            continue;
-        }
-        gvks.push((r.group.clone(), r.version.clone(), r.kind.clone()));
-        for s in &r.subresources {
-            gvks.push((s.group.to_string(), s.version.to_string(), s.kind.clone()));
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    gvks.retain(|k| seen.insert(k.clone()));
-
+    let raw: Raw = serde_json::from_str(SNAPSHOT).expect("the schema snapshot is JSON");
+    let mut definitions = raw.definitions;
     let mut kinds = HashMap::new();
     let mut lists = Vec::new();
-    for (group, version, kind) in gvks {
-        let Some(name) = add_kind(&mut gen, &group, &version, &kind) else {
-            continue;
-        };
-        if has_list(&kind) {
-            lists.push((group.clone(), version.clone(), kind.clone(), name.clone()));
+    for k in raw.kinds {
+        if has_list(&k.kind) {
+            lists.push((
+                k.group.clone(),
+                k.version.clone(),
+                k.kind.clone(),
+                k.definition.clone(),
+            ));
         }
-        kinds.insert((group, version, kind), name);
+        kinds.insert((k.group, k.version, k.kind), k.definition);
     }
-
-    // Applying the generator's transforms here rewrites `$ref` siblings into
-    // `allOf` (OpenAPI 3.0 ignores siblings of `$ref`) and `null` types into
-    // `nullable`.
-    let mut definitions = gen.take_definitions(true);
 
     for ((group, version, kind), name) in &kinds {
         if let Some(Value::Object(def)) = definitions.get_mut(name) {

@@ -1,11 +1,11 @@
 //! Schemas of the kinds served for the benefit of a real kube-scheduler and
 //! kube-controller-manager (storage, dynamic resource allocation, admission
 //! policies, service CIDRs, certificate requests): kept apart from
-//! `generate.rs`'s table so that the two lists can grow independently.
+//! `tables.rs` so that the two lists can grow independently.
 
 use k8s_openapi::schemars::generate::SchemaGenerator;
 
-use super::generate::add;
+use super::tables::add;
 
 /// The definition name of a kind of these groups, `None` for any other.
 pub(super) fn add_kind(
@@ -62,7 +62,7 @@ pub(super) fn add_kind(
 
 #[cfg(test)]
 mod tests {
-    use super::super::generate::builtin;
+    use crate::schema::generate::builtin;
 
     #[test]
     fn control_plane_kinds_have_schemas_and_lists() {
