@@ -13,11 +13,13 @@
 //!
 //! The newest work is done first: it is the likeliest to be wanted soon,
 //! and work the thread falls far behind on is left to whoever wants it.
-//! Waking a sleeping thread costs a system call, more than much of the
-//! work is worth, so the thread looks for work for a while before it
-//! sleeps: while a simulation runs, it keeps the second core busy.
+//! The thread sleeps as soon as it has nothing to do. Looking for work for
+//! a while first saved the system call that wakes it, but kept the second
+//! core busy for the whole run: on the synthetic family, sleeping at once
+//! costs 0-7 % of wall time (3 % on the median member) and saves a quarter
+//! of the run's CPU time (docs/decisions/work-ahead.md).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -25,8 +27,6 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 /// Jobs queued at most; beyond, the oldest are dropped unstarted (their
 /// promises then make their results when asked).
 const QUEUED: usize = 8192;
-/// Times the thread looks for work before it sleeps.
-const SPINS: usize = 20_000;
 /// Times a caller looks for the result the thread is making before it
 /// sleeps.
 const WAIT_SPINS: usize = 10_000;
@@ -44,8 +44,6 @@ struct Handle {
 
 struct Shared {
     state: Mutex<State>,
-    /// Jobs queued so far: the thread watches it without the lock.
-    queued: AtomicU64,
     work: Condvar,
 }
 
@@ -108,7 +106,6 @@ impl Ahead {
     pub fn start() -> Ahead {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
-            queued: AtomicU64::new(0),
             work: Condvar::new(),
         });
         let s = shared.clone();
@@ -152,7 +149,6 @@ impl Ahead {
         let asleep = st.asleep;
         drop(st);
         drop(old);
-        shared.queued.fetch_add(1, Ordering::Release);
         if asleep {
             shared.work.notify_one();
         }
@@ -191,17 +187,8 @@ impl Shared {
         }
     }
 
-    /// Waits for work: looks for it for a while, then sleeps until woken.
-    fn idle<'a>(&'a self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        let seen = self.queued.load(Ordering::Acquire);
-        drop(st);
-        for _ in 0..SPINS {
-            std::hint::spin_loop();
-            if self.queued.load(Ordering::Acquire) != seen {
-                break;
-            }
-        }
-        let mut st = self.state.lock();
+    /// Sleeps until there is work (or the thread is to end).
+    fn idle<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         while st.jobs.is_empty() && !st.closed {
             st.asleep = true;
             self.work.wait(&mut st);
