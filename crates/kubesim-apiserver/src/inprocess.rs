@@ -365,15 +365,6 @@ impl Api for InProcess {
         }
     }
 
-    fn create_ahead(&self, r: &ResourceRef, ns: &str, obj: &Value, opts: &WriteOptions, now: &str) {
-        // As `create` would send it.
-        let Ok((res, opts)) = self.writing(r, ns, None, false, opts) else {
-            return;
-        };
-        self.server
-            .create_ahead(&res, ns, obj, &opts, now, &self.caller);
-    }
-
     fn patch_ahead(
         &self,
         r: &ResourceRef,

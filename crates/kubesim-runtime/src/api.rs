@@ -140,22 +140,6 @@ pub trait Api: Send + Sync {
     /// in-process server of a simulation decodes them ahead on its helper
     /// thread). Changes nothing any request answers.
     fn expect_writes(&self, _r: &ResourceRef, _objects: &[(&str, &str)]) {}
-    /// Tells the API that the caller will create `obj` in `ns` with
-    /// `opts` when the clock shows `now` (as objects show times), so that
-    /// it may prepare the create: the in-process server of a simulation
-    /// does, on its helper thread. That server fixes the create's random
-    /// values (uid, generated suffixes) when told, so that they do not
-    /// depend on where the create is prepared; the create is otherwise
-    /// the one it would make.
-    fn create_ahead(
-        &self,
-        _r: &ResourceRef,
-        _ns: &str,
-        _obj: &Value,
-        _opts: &WriteOptions,
-        _now: &str,
-    ) {
-    }
     /// Tells the API that the caller will send this patch (as
     /// [`patch_value`](Self::patch_value) would) when the clock shows
     /// `now` (as objects show times), if the object has not changed by

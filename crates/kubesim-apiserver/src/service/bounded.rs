@@ -74,13 +74,9 @@ impl<K: Hash + Eq + Clone, V, const N: usize> Bounded<K, V, N> {
         self.entries.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
-    }
-
-    #[cfg(test)]
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.entries.values_mut().map(|(_, v)| v)
     }
 }
 

@@ -11,7 +11,6 @@ mod bootstrap;
 mod bounded;
 mod compaction;
 mod crd;
-mod create_ahead;
 pub(crate) mod decoded_without_parsing;
 pub mod delete;
 mod event_ttl;
@@ -72,8 +71,6 @@ pub struct Server {
     /// With [`Server::decode_ahead`]: committed objects decoded on a
     /// thread of their own for the writes that will read them.
     predecode: std::sync::OnceLock<predecode::Predecode>,
-    /// Creates said to come (see `create_ahead`).
-    announced: create_ahead::Announced,
     /// RBAC's view of the roles and bindings (see `auth::rbac`).
     pub(crate) rbac: crate::auth::rbac::Authorizer,
     /// Where in-process calls are counted as requests, when the server
@@ -108,7 +105,6 @@ impl Server {
             namespaces_deleting: facts_from_bytes::DeletingCache::default(),
             event_ttl: event_ttl::EventTtl::default(),
             predecode: std::sync::OnceLock::new(),
-            announced: create_ahead::Announced::default(),
             rbac: Default::default(),
             request_metrics: Default::default(),
         });

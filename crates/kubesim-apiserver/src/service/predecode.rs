@@ -75,11 +75,6 @@ impl Server {
             .get_or_init(|| Predecode::new(ahead.clone(), false));
     }
 
-    /// The helper thread, once the server decodes ahead.
-    pub(super) fn ahead(&self) -> Option<&Ahead> {
-        self.predecode.get().map(|p| &p.ahead)
-    }
-
     /// A stored object decoded for a write that records no managedFields
     /// entry (a binding, a deletion), its managedFields apart.
     pub(crate) fn decode_for_write(&self, rec: &Arc<Record>) -> Result<(Value, Managed), ApiError> {

@@ -299,17 +299,10 @@ impl Server {
         }
         let mgr = manager(opts, caller);
         let now = self.now_string();
-        let (obj, warnings, encoded) =
-            match self.take_announced(resource, ns, obj, opts, &mgr, &now) {
-                Ok(prepared) => prepared?,
-                Err(obj) => {
-                    let (obj, warnings) =
-                        self.checked_create(resource, ns, obj, opts, &mgr, &now, &self.rng)?;
-                    (obj, warnings, None)
-                }
-            };
+        let (obj, warnings) =
+            self.checked_create(resource, ns, obj, opts, &mgr, &now, &self.rng)?;
         let name = meta::name(&obj).to_string();
-        self.finish_create(resource, ns, &name, obj, opts, warnings, encoded)
+        self.finish_create(resource, ns, &name, obj, opts, warnings)
             .await
     }
 
@@ -461,7 +454,6 @@ impl Server {
         mut obj: Value,
         opts: &WriteOptions,
         warnings: Vec<String>,
-        encoded: Option<Encoded>,
     ) -> Result<WriteResult, ApiError> {
         if opts.dry_run {
             return Ok(WriteResult {
@@ -484,7 +476,7 @@ impl Server {
                 }
                 super::stamp_revision(&mut obj, rev);
                 WriteOp::Put {
-                    bytes: Encoded::or_encode(encoded.as_ref(), rev, || encode(&obj)),
+                    bytes: encode(&obj),
                     attrs: attrs.take().unwrap_or_default(),
                 }
             })
@@ -686,7 +678,7 @@ impl Server {
             // Server-side apply has recorded its manager already.
             self.prepare_create(target, ns, &mut obj, None, &self.now_string(), &self.rng)?;
             return match self
-                .finish_create(target, ns, name, obj, opts, warnings.clone(), None)
+                .finish_create(target, ns, name, obj, opts, warnings.clone())
                 .await
             {
                 // Lost a race with another creator: apply onto what it made.
@@ -1117,7 +1109,6 @@ impl Server {
         committed: &kubesim_store::Committed,
     ) -> Option<Value> {
         self.compact_if_due();
-        self.after_write_announced(resource);
         // The commit's event names its storage resource: no key to build.
         self.after_write_ttl(committed.event.as_deref());
         self.decode_later(&obj, committed.event.as_deref());

@@ -11,12 +11,10 @@ pub(crate) mod pods;
 mod recorder;
 mod serve;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use kubesim_core::meta;
 use kubesim_runtime::{Ahead, Clock, ResourceRef, Rng, WriteOptions};
 use kubesim_store::{MemStore, Options, Store};
 use serde_json::Value;
@@ -211,11 +209,6 @@ pub fn simulate(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
     std::thread::spawn(move || drop(rt));
     run
 }
-
-/// Jobs whose pods are announced to the API before they are created (see
-/// `Api::create_ahead`): enough for the helper thread to prepare each
-/// while the jobs before it are submitted.
-const ANNOUNCED: usize = 8;
 
 /// How long nothing may change while pods wait and nothing runs before the
 /// run is declared stuck (the scheduler retries unschedulable pods every
@@ -426,22 +419,7 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
             }
             let submit_at = |i: usize| start + Duration::from_secs_f64(jobs[i].submit.max(0.0));
             let opts = WriteOptions::answer_version_only();
-            // The pods of the next jobs, built and announced to the API
-            // (which prepares their creates meanwhile), by job.
-            let mut announced: BTreeMap<usize, Value> = BTreeMap::new();
-            let mut upcoming = order.iter().copied().peekable();
             for &i in &order {
-                while let Some(j) = upcoming.next_if(|_| announced.len() < ANNOUNCED) {
-                    let job = &jobs[j];
-                    if job.manifest.is_some() || job.hosts > 1 || !fits.fits(job) {
-                        continue;
-                    }
-                    let mut pod = pods::pod(job, j, &names[j]);
-                    pods::set_submit_order(&mut pod, rank[j]);
-                    let now = meta::format_time(clock.at(submit_at(j)));
-                    client.create_ahead(&ResourceRef::core("pods"), "default", &pod, &opts, &now);
-                    announced.insert(j, pod);
-                }
                 let job = &jobs[i];
                 clock.sleep_until(submit_at(i)).await;
                 if job.hosts > 1 && job.manifest.is_none() {
@@ -478,19 +456,21 @@ async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
                     }
                     continue;
                 }
-                // Every generated pod that fits was announced by now (the
-                // announcements run up to this job at least).
-                let prepared = match (&job.manifest, announced.remove(&i)) {
-                    (Some(m), _) => pods::manifest(m, i, rank[i], &registry),
-                    (None, Some(object)) => Ok(pods::Prepared {
-                        resource: ResourceRef::core("pods"),
-                        namespace: "default".into(),
-                        object,
-                        followed: true,
-                    }),
-                    (None, None) => {
+                let prepared = match &job.manifest {
+                    Some(m) => pods::manifest(m, i, rank[i], &registry),
+                    None if !fits.fits(job) => {
                         rec.reject(i);
                         continue;
+                    }
+                    None => {
+                        let mut object = pods::pod(job, i, &names[i]);
+                        pods::set_submit_order(&mut object, rank[i]);
+                        Ok(pods::Prepared {
+                            resource: ResourceRef::core("pods"),
+                            namespace: "default".into(),
+                            object,
+                            followed: true,
+                        })
                     }
                 };
                 let p = match prepared {
