@@ -104,12 +104,13 @@ impl Cluster {
     /// A client acting as `user` when the server enforces RBAC (held to
     /// that user's rights), trusted otherwise.
     fn api_as(&self, component: &str, user: &str) -> Arc<dyn Api> {
+        self.api_as_user(component, UserInfo::authenticated(user, vec![]))
+    }
+
+    /// [`api_as`](Self::api_as) for a user with groups (a ServiceAccount's).
+    fn api_as_user(&self, component: &str, user: UserInfo) -> Arc<dyn Api> {
         if self.server.rbac_enabled() {
-            Arc::new(InProcess::as_user(
-                self.server.clone(),
-                component,
-                UserInfo::authenticated(user, vec![]),
-            ))
+            Arc::new(InProcess::as_user(self.server.clone(), component, user))
         } else {
             self.api(component)
         }
@@ -194,8 +195,14 @@ impl Cluster {
         }
         let mut usage = None;
         if let Some(config) = components.emulator {
+            // The kubelets, Stages and Apate act as the emulator's own
+            // ServiceAccount, held to its role as kwok's controller is in a
+            // real cluster, rather than as a trusted loopback client.
             let emulator = kubesim_emulator::Emulator::new(
-                self.api("kubesim-emulator"),
+                self.api_as_user(
+                    "kubesim-emulator",
+                    kubesim_apiserver::auth::rbac::bootstrap::emulator_user(),
+                ),
                 informers.clone(),
                 clock.clone(),
                 rng.clone(),

@@ -375,6 +375,97 @@ fn controllers_run_as_their_own_service_accounts() {
     assert_eq!(c.names(&w("get pods -l app=api")).len(), 1);
 }
 
+/// The emulated kubelets act as the ServiceAccount
+/// kube-system/kubesim-emulator, held to its ClusterRole: they run pods
+/// with RBAC on, may do what kwok's controller may and no more, and are
+/// refused once their role loses a rule they use.
+#[test]
+fn the_emulator_runs_as_its_own_service_account() {
+    let c = Cluster::start_with("kubectl-rbac-emulator", &["--tls", "--nodes", "2"]);
+    let emulator = "system:serviceaccount:kube-system:kubesim-emulator";
+    let refused = |verb: &str| {
+        c.server.log().lines().any(|l| {
+            l.contains("in-process request forbidden") && l.contains(emulator) && l.contains(verb)
+        })
+    };
+
+    c.ok(&w("create deployment web --image=nginx --replicas=2"));
+    c.rollout_status("deployment/web");
+    assert_eq!(
+        c.names(&w(
+            "get pods -l app=web --field-selector=status.phase=Running"
+        ))
+        .len(),
+        2
+    );
+    assert!(
+        !c.server.log().contains(emulator),
+        "the emulator was refused: {}",
+        c.server.log()
+    );
+
+    // Every identity the components act as is an object, as in a cluster
+    // whose controllers run with their own credentials.
+    let accounts = c.names(&w("get sa -n kube-system"));
+    for sa in [
+        "default",
+        "replicaset-controller",
+        "deployment-controller",
+        "generic-garbage-collector",
+        "kubesim-emulator",
+    ] {
+        assert!(
+            accounts.iter().any(|a| a == sa),
+            "{sa} missing: {accounts:?}"
+        );
+    }
+
+    assert_eq!(can_i(&c, &["delete", "secrets", "--as", emulator]), "no");
+    assert_eq!(
+        can_i(&c, &["create", "deployments.apps", "--as", emulator]),
+        "no"
+    );
+    assert_eq!(
+        can_i(
+            &c,
+            &["patch", "pods", "--subresource", "status", "--as", emulator]
+        ),
+        "yes"
+    );
+    assert_eq!(
+        can_i(
+            &c,
+            &[
+                "update",
+                "nodes",
+                "--subresource",
+                "status",
+                "--as",
+                emulator
+            ]
+        ),
+        "yes"
+    );
+
+    // Without the rule on pods/status the kubelets cannot report the new
+    // pods: they are refused, by name, and the pods are not Running.
+    let mut role = c.json(&w("get clusterrole kubesim-emulator"));
+    role["rules"]
+        .as_array_mut()
+        .expect("rules")
+        .retain(|r| r["resources"] != serde_json::json!(["pods/status"]));
+    c.apply_stdin(&["replace", "-f", "-"], &role.to_string());
+    c.ok(&w("scale deployment web --replicas=3"));
+    c.wait_for("the emulator's refusal to be logged", || refused("patch"));
+    assert_eq!(
+        c.names(&w(
+            "get pods -l app=web --field-selector=status.phase=Running"
+        ))
+        .len(),
+        2
+    );
+}
+
 /// A kubeconfig for `system:node:<node>` in `system:nodes`, with a client
 /// certificate signed by the cluster's CA (as a kubelet's would be).
 fn node_kubeconfig(c: &Cluster, node: &str) -> std::path::PathBuf {

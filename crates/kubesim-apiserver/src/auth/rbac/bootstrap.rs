@@ -23,6 +23,28 @@ pub fn controller_user(name: &str) -> crate::auth::UserInfo {
     crate::auth::authn::service_account_user(CONTROLLER_NAMESPACE, name, "")
 }
 
+/// The ServiceAccount the in-process emulator acts as under RBAC, in
+/// [`CONTROLLER_NAMESPACE`], bound to the ClusterRole of the same name.
+pub const EMULATOR_ACCOUNT: &str = "kubesim-emulator";
+
+/// The in-process emulator's user.
+pub fn emulator_user() -> crate::auth::UserInfo {
+    crate::auth::authn::service_account_user(CONTROLLER_NAMESPACE, EMULATOR_ACCOUNT, "")
+}
+
+/// The ServiceAccounts in [`CONTROLLER_NAMESPACE`] that the built-in
+/// components act as: one per controller role, and the emulator's.
+pub fn service_accounts() -> Vec<String> {
+    let policy: Value = serde_saphyr::from_str(POLICY).expect("policy.yaml parses");
+    policy["controllerRoles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["name"].as_str().map(str::to_string))
+        .chain([EMULATOR_ACCOUNT.to_string()])
+        .collect()
+}
+
 /// The policy's objects, in creation order: roles before the bindings
 /// that name them.
 pub fn objects() -> Vec<(&'static str, Value)> {
@@ -168,6 +190,35 @@ impl Server {
                 Err(e) => return Err(e),
             }
         }
+        self.bootstrap_service_accounts(caller).await
+    }
+
+    /// Creates the ServiceAccounts of the built-in components that are
+    /// missing, as kube-controller-manager's client builder does when a
+    /// controller first asks for its credentials: `kubectl -n kube-system
+    /// get sa` lists them, and a binding naming one names an object.
+    async fn bootstrap_service_accounts(
+        &self,
+        caller: &Caller,
+    ) -> Result<(), kubesim_core::ApiError> {
+        let r = self.resource("", "v1", "serviceaccounts")?;
+        let opts = WriteOptions::default();
+        for name in service_accounts() {
+            let key = crate::service::object_key(&r, CONTROLLER_NAMESPACE, &name);
+            if self.store.get(&r.storage_key(), &key).is_some() {
+                continue;
+            }
+            let obj = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": name, "namespace": CONTROLLER_NAMESPACE}});
+            match self
+                .create(&r, CONTROLLER_NAMESPACE, obj, &opts, caller)
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.code == 409 => {}
+                Err(e) => return Err(e),
+            }
+        }
         Ok(())
     }
 }
@@ -212,5 +263,48 @@ mod tests {
             .expect("binding");
         assert_eq!(b.1["subjects"][0]["name"], "system:masters");
         assert_eq!(b.1["subjects"][0]["apiGroup"], GROUP);
+    }
+
+    /// The remote `kubesim emulate` is deployed with the rights the
+    /// in-process emulator holds: one set of rules, written twice.
+    #[test]
+    fn the_deployed_emulator_role_is_the_bootstrapped_one() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/emulate/rbac.yaml"
+        );
+        let text = std::fs::read_to_string(path).expect("deploy/emulate/rbac.yaml");
+        let deployed: Vec<Value> = text
+            .split("\n---")
+            .map(|doc| serde_saphyr::from_str::<Value>(doc).expect("manifest parses"))
+            .filter(|o| o["kind"] == "ClusterRole")
+            .collect();
+        assert_eq!(deployed.len(), 1);
+        let objs = objects();
+        let role = &objs
+            .iter()
+            .find(|(p, o)| *p == "clusterroles" && o["metadata"]["name"] == EMULATOR_ACCOUNT)
+            .expect("the emulator's role")
+            .1;
+        assert!(!role["rules"].as_array().expect("rules").is_empty());
+        assert_eq!(deployed[0]["rules"], role["rules"]);
+
+        let binding = &objs
+            .iter()
+            .find(|(p, o)| *p == "clusterrolebindings" && o["metadata"]["name"] == EMULATOR_ACCOUNT)
+            .expect("the emulator's binding")
+            .1;
+        assert_eq!(binding["roleRef"]["name"], EMULATOR_ACCOUNT);
+        assert_eq!(
+            binding["subjects"],
+            json!([{"kind": "ServiceAccount", "name": EMULATOR_ACCOUNT, "namespace": CONTROLLER_NAMESPACE}])
+        );
+        assert_eq!(
+            emulator_user().name,
+            "system:serviceaccount:kube-system:kubesim-emulator"
+        );
+        let accounts = service_accounts();
+        assert!(accounts.iter().any(|a| a == EMULATOR_ACCOUNT));
+        assert!(accounts.iter().any(|a| a == "replicaset-controller"));
     }
 }
