@@ -560,6 +560,9 @@ mod tests {
         let mut w = s.watch("pods", 1).unwrap();
         put(&s, "c", "1");
         del(&s, "a");
+        // Only "b" was in the history when the watch began.
+        assert_eq!(w.backlog_end(), 2);
+        assert_eq!(s.watch("pods", 4).unwrap().backlog_end(), 4);
         let mut seen = Vec::new();
         for _ in 0..3 {
             let e = w.next().await.unwrap();
