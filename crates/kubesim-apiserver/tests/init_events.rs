@@ -111,6 +111,9 @@ async fn initial_state_and_history_count_and_live_events_do_not() {
         ..Default::default()
     };
     let mut live_only = api.watch(&cms, "default", &from_now).await.unwrap();
+    // Let the watch begin before the write: a write committed before it
+    // begins is history to it, and counted.
+    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     create_map(&api, "default", "e").await;
     assert_eq!(names(&mut live_only, 1).await, ["e"]);
     assert_eq!(names(&mut from_history, 1).await, ["e"]);
