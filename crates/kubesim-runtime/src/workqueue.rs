@@ -27,6 +27,9 @@ struct State<K> {
     /// Keys waiting in `queue`, or re-added while processing.
     dirty: BTreeSet<K>,
     processing: BTreeSet<K>,
+    /// When each dirty key was added, for how long it waits to be handed
+    /// out (counted from the add even while an earlier pass holds it).
+    added_at: BTreeMap<K, tokio::time::Instant>,
     failures: BTreeMap<K, u32>,
     shut_down: bool,
 }
@@ -51,6 +54,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
                 queue: VecDeque::new(),
                 dirty: BTreeSet::new(),
                 processing: BTreeSet::new(),
+                added_at: BTreeMap::new(),
                 failures: BTreeMap::new(),
                 shut_down: false,
             }),
@@ -68,6 +72,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
             return;
         }
         self.stats.added();
+        s.added_at.insert(key.clone(), self.clock.instant());
         if s.processing.contains(&key) {
             return;
         }
@@ -123,6 +128,9 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
                 let mut s = self.state.lock();
                 if let Some(k) = s.queue.pop_front() {
                     s.dirty.remove(&k);
+                    if let Some(added) = s.added_at.remove(&k) {
+                        self.stats.waited(self.clock.instant() - added);
+                    }
                     s.processing.insert(k.clone());
                     let more = !s.queue.is_empty();
                     drop(s);
@@ -181,6 +189,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
         s.shut_down = true;
         s.queue.clear();
         s.dirty.clear();
+        s.added_at.clear();
         drop(s);
         self.notify.notify_waiters();
     }

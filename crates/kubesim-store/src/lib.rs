@@ -46,6 +46,14 @@ pub enum WriteOp {
     Abort,
 }
 
+/// What one resource holds in the store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub objects: usize,
+    /// The summed length of the objects' stored bytes.
+    pub bytes: u64,
+}
+
 /// The outcome of a committed write.
 #[derive(Clone)]
 pub struct Committed {
@@ -93,8 +101,8 @@ pub trait Store: Send + Sync + 'static {
         &self,
         rev: u64,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send>>;
-    /// Number of stored objects per resource, for metrics.
-    fn counts(&self) -> Vec<(String, usize)>;
+    /// What each resource holds, for metrics, sorted by resource.
+    fn usage(&self) -> Vec<(String, Usage)>;
     /// Forgets the history up to `rev`, as etcd's compaction does: reads
     /// and watches from below it answer [`StoreError::Expired`].
     fn compact(&self, rev: u64);

@@ -11,7 +11,7 @@ use crate::durable::{Loaded, Op, Persister};
 use crate::history::History;
 use crate::record::{Event, EventType, Record};
 use crate::watch::{Resume, Subscription, WatchStream};
-use crate::{Attrs, Committed, Snapshot, Store, StoreError, WriteOp};
+use crate::{Attrs, Committed, Snapshot, Store, StoreError, Usage, WriteOp};
 
 /// Tuning of a [`MemStore`].
 #[derive(Debug, Clone)]
@@ -41,6 +41,9 @@ type Items = OrdMap<Arc<str>, Arc<Record>>;
 struct State {
     rev: u64,
     resources: HashMap<Arc<str>, Items>,
+    /// The summed length of each resource's stored records, kept with
+    /// every write so that `/metrics` need not walk the objects.
+    bytes: HashMap<Arc<str>, u64>,
     history: History,
     channels: HashMap<Arc<str>, broadcast::Sender<Arc<Event>>>,
 }
@@ -84,11 +87,13 @@ impl MemStore {
         indexer: &Indexer,
     ) -> Self {
         let mut resources: HashMap<Arc<str>, Items> = HashMap::new();
+        let mut bytes: HashMap<Arc<str>, u64> = HashMap::new();
         let mut rev = 0;
         if let Some(l) = loaded {
             rev = l.rev;
             for o in l.objects {
                 let attrs = indexer(&o.resource, &o.bytes);
+                *bytes.entry(Arc::from(o.resource.as_str())).or_default() += o.bytes.len() as u64;
                 let rec = Arc::new(Record {
                     rev: o.rev,
                     bytes: o.bytes,
@@ -105,6 +110,7 @@ impl MemStore {
             state: Arc::new(RwLock::new(State {
                 rev,
                 resources,
+                bytes,
                 history: History::new(opts.history, rev),
                 channels: HashMap::new(),
             })),
@@ -277,6 +283,11 @@ impl Store for MemStore {
                     attrs,
                 });
                 items.insert(key.clone(), record.clone());
+                let size = st.bytes.entry(res_key.clone()).or_default();
+                *size += record.bytes.len() as u64;
+                if let Some(cur) = &current {
+                    *size -= cur.bytes.len() as u64;
+                }
                 let kind = if current.is_some() {
                     EventType::Modified
                 } else {
@@ -298,6 +309,9 @@ impl Store for MemStore {
                     });
                 };
                 items.remove(&key);
+                if let Some(size) = st.bytes.get_mut(&res_key) {
+                    *size -= cur.bytes.len() as u64;
+                }
                 let record = Arc::new(Record {
                     rev: new_rev,
                     bytes,
@@ -361,14 +375,20 @@ impl Store for MemStore {
         }
     }
 
-    fn counts(&self) -> Vec<(String, usize)> {
+    fn usage(&self) -> Vec<(String, Usage)> {
         let st = self.state.read();
-        let mut v: Vec<(String, usize)> = st
+        let mut v: Vec<(String, Usage)> = st
             .resources
             .iter()
-            .map(|(k, m)| (k.to_string(), m.len()))
+            .map(|(k, m)| {
+                let usage = Usage {
+                    objects: m.len(),
+                    bytes: st.bytes.get(k).copied().unwrap_or(0),
+                };
+                (k.to_string(), usage)
+            })
             .collect();
-        v.sort();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
         v
     }
 
@@ -540,6 +560,9 @@ mod tests {
         let mut w = s.watch("pods", 1).unwrap();
         put(&s, "c", "1");
         del(&s, "a");
+        // Only "b" was in the history when the watch began.
+        assert_eq!(w.backlog_end(), 2);
+        assert_eq!(s.watch("pods", 4).unwrap().backlog_end(), 4);
         let mut seen = Vec::new();
         for _ in 0..3 {
             let e = w.next().await.unwrap();
@@ -553,6 +576,34 @@ mod tests {
                 (4, EventType::Deleted, "a".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn usage_follows_puts_updates_and_deletes() {
+        let s = MemStore::ephemeral(Options::default());
+        put(&s, "a", "12345");
+        put(&s, "b", "123");
+        put(&s, "a", "12"); // replaces 5 bytes by 2
+        s.write("configmaps", "c", &mut |_, _| WriteOp::Put {
+            bytes: Bytes::from_static(b"1234567"),
+            attrs: Attrs::default(),
+        })
+        .unwrap();
+        let usage = |objects, bytes| Usage { objects, bytes };
+        assert_eq!(
+            s.usage(),
+            vec![
+                ("configmaps".to_string(), usage(1, 7)),
+                ("pods".to_string(), usage(2, 5)),
+            ]
+        );
+        del(&s, "b");
+        // Deleting what is not there changes nothing.
+        del(&s, "missing");
+        s.write("pods", "a", &mut |_, _| WriteOp::Abort).unwrap();
+        assert_eq!(s.usage()[1], ("pods".to_string(), usage(1, 2)));
+        del(&s, "a");
+        assert_eq!(s.usage()[1], ("pods".to_string(), usage(0, 0)));
     }
 
     #[test]
@@ -583,6 +634,17 @@ mod tests {
         let b = s.get("pods", "b").unwrap();
         assert_eq!(b.rev, 2);
         assert_eq!(&b.bytes[..], b"2");
+        // The loaded objects are counted as written ones are.
+        assert_eq!(
+            s.usage(),
+            vec![(
+                "pods".to_string(),
+                Usage {
+                    objects: 1,
+                    bytes: 1
+                }
+            )]
+        );
         // History starts empty after a restart: older revisions are gone.
         assert!(matches!(
             s.watch("pods", 1),

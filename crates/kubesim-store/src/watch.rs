@@ -25,6 +25,9 @@ pub struct WatchStream {
     backlog: VecDeque<Arc<Event>>,
     live: broadcast::Receiver<Arc<Event>>,
     last: u64,
+    /// The revision of the starting backlog's last event (the start
+    /// revision if it had none).
+    backlog_end: u64,
     /// Set once live events were lost; the stream yields nothing more.
     broken: bool,
     resume: Option<Resume>,
@@ -38,6 +41,7 @@ impl WatchStream {
         resume: Option<Resume>,
     ) -> Self {
         WatchStream {
+            backlog_end: backlog.back().map_or(after, |e| e.rev),
             backlog,
             live,
             last: after,
@@ -62,6 +66,13 @@ impl WatchStream {
                 None
             }
         }
+    }
+
+    /// Events up to this revision were committed before the watch began
+    /// (the history after its start revision); later ones came live. A
+    /// server counts the first as the watch's initial events.
+    pub fn backlog_end(&self) -> u64 {
+        self.backlog_end
     }
 
     /// The revision of the last event yielded (or the start revision).

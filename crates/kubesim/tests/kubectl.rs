@@ -71,9 +71,29 @@ fn discovery_and_explain() {
     ] {
         assert!(ns.contains(want), "{ns}");
     }
+    // A watch without a resourceVersion is sent every namespace first.
+    let watched = c.ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces?watch=true&timeoutSeconds=1",
+    ]);
+    assert!(watched.contains("\"type\":\"ADDED\""), "{watched}");
     let metrics = c.ok(&["get", "--raw", "/metrics"]);
     assert!(metrics.contains("apiserver_request_total{"), "{metrics}");
     assert!(metrics.contains("apiserver_request_duration_seconds_bucket{"));
+    let value = |series: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series}:\n{metrics}"))
+            .parse()
+            .unwrap()
+    };
+    // Four namespaces of some hundred bytes each.
+    let size = value("apiserver_resource_size_estimate_bytes{group=\"\",resource=\"namespaces\"}");
+    assert!(size >= 4 * 100, "{size}");
+    let init = value("apiserver_init_events_total{group=\"\",resource=\"namespaces\"}");
+    assert!(init >= 4, "{init}");
 }
 
 /// The built-in scheduler's series, under kube-scheduler's names, are on
@@ -120,6 +140,7 @@ fn scheduler_series_are_on_metrics() {
         "{metrics}"
     );
     assert!(metrics.contains("workqueue_work_duration_seconds_count{name=\""));
+    assert!(metrics.contains("workqueue_queue_duration_seconds_count{name=\""));
 }
 
 #[test]

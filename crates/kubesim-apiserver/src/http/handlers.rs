@@ -149,7 +149,7 @@ fn non_resource(app: &App, req: &Request, route: Route) -> Result<Response, ApiE
             b"ok".to_vec(),
         )),
         Route::Metrics => {
-            let mut text = app.metrics.render(&app.server.store.counts());
+            let mut text = app.metrics.render(&app.server.store.usage());
             if let Some(extra) = &app.extra {
                 extra.metrics(&mut text);
             }

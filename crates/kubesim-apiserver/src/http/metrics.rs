@@ -9,6 +9,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use kubesim_runtime::histogram::Histogram;
+use kubesim_store::Usage;
 
 use super::inflight::Counters;
 
@@ -45,6 +46,9 @@ pub struct Metrics {
     /// no such label.
     sli: Mutex<BTreeMap<Labels, Histogram>>,
     pub watchers: AtomicI64,
+    /// Events sent to watches before they follow live changes, by group
+    /// and resource.
+    init_events: Mutex<BTreeMap<(String, String), u64>>,
     /// Requests whose handler panicked (answered with a 500).
     pub panics: AtomicI64,
     /// Slots held and requests turned away under the in-flight limits.
@@ -89,6 +93,15 @@ impl Metrics {
         self.watchers.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts `n` initial events sent to one watch of `group`/`resource`.
+    pub fn init_events_sent(&self, group: &str, resource: &str, n: u64) {
+        *self
+            .init_events
+            .lock()
+            .entry((group.to_string(), resource.to_string()))
+            .or_insert(0) += n;
+    }
+
     pub fn handler_panicked(&self) {
         self.panics.fetch_add(1, Ordering::Relaxed);
     }
@@ -98,7 +111,7 @@ impl Metrics {
     }
 
     /// Renders the Prometheus text exposition format.
-    pub fn render(&self, objects: &[(String, usize)]) -> String {
+    pub fn render(&self, objects: &[(String, Usage)]) -> String {
         let mut out = String::new();
         let lbl = |l: &Labels| {
             format!(
@@ -148,17 +161,48 @@ impl Metrics {
             );
         }
         out.push_str("# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n");
-        for (res, n) in objects {
-            let _ = writeln!(out, "apiserver_storage_objects{{resource=\"{res}\"}} {n}");
+        for (res, u) in objects {
+            let _ = writeln!(
+                out,
+                "apiserver_storage_objects{{resource=\"{res}\"}} {}",
+                u.objects
+            );
         }
         // Its successor, by group and resource (ClusterLoader2's load test
         // queries this one): a storage key is `<plural>.<group>`.
+        let group_resource = |res: &str| {
+            let (resource, group) = res.split_once('.').unwrap_or((res, ""));
+            format!("group=\"{group}\",resource=\"{resource}\"")
+        };
         out.push_str("# HELP apiserver_resource_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_resource_objects gauge\n");
-        for (res, n) in objects {
-            let (resource, group) = res.split_once('.').unwrap_or((res.as_str(), ""));
+        for (res, u) in objects {
             let _ = writeln!(
                 out,
-                "apiserver_resource_objects{{group=\"{group}\",resource=\"{resource}\"}} {n}"
+                "apiserver_resource_objects{{{}}} {}",
+                group_resource(res),
+                u.objects
+            );
+        }
+        // Upstream sums the last seen length of each object's value in
+        // etcd; kubesim's stored value is the object's canonical JSON, so
+        // the sum of those lengths (kept by the store as it writes) is the
+        // same estimate. ClusterLoader2's load test reads it (ResourceSize).
+        out.push_str("# HELP apiserver_resource_size_estimate_bytes Estimated bytes of the stored objects of each resource: the sum of their stored (serialized) lengths.\n# TYPE apiserver_resource_size_estimate_bytes gauge\n");
+        for (res, u) in objects {
+            let _ = writeln!(
+                out,
+                "apiserver_resource_size_estimate_bytes{{{}}} {}",
+                group_resource(res),
+                u.bytes
+            );
+        }
+        // ClusterLoader2's load test sums it by group and resource (Init
+        // Events), as upstream labels its counter.
+        out.push_str("# HELP apiserver_init_events_total Events sent to watches from the initial state or the retained history, before they follow live changes, by group and resource.\n# TYPE apiserver_init_events_total counter\n");
+        for ((group, resource), n) in self.init_events.lock().iter() {
+            let _ = writeln!(
+                out,
+                "apiserver_init_events_total{{group=\"{group}\",resource=\"{resource}\"}} {n}"
             );
         }
         out.push_str("# HELP apiserver_registered_watchers Number of currently registered watchers.\n# TYPE apiserver_registered_watchers gauge\n");
@@ -257,12 +301,22 @@ mod tests {
     }
 
     #[test]
-    fn stored_objects_are_counted_by_group_and_resource() {
-        let text = Metrics::default()
-            .render(&[("deployments.apps".to_string(), 2), ("pods".to_string(), 5)]);
+    fn stored_objects_are_counted_and_sized_by_group_and_resource() {
+        let usage = |objects, bytes| Usage { objects, bytes };
+        let text = Metrics::default().render(&[
+            ("deployments.apps".to_string(), usage(2, 2048)),
+            ("pods".to_string(), usage(5, 700)),
+        ]);
         assert!(text.contains("apiserver_storage_objects{resource=\"deployments.apps\"} 2\n"));
         assert!(text
             .contains("apiserver_resource_objects{group=\"apps\",resource=\"deployments\"} 2\n"));
         assert!(text.contains("apiserver_resource_objects{group=\"\",resource=\"pods\"} 5\n"));
+        assert!(text.contains("# TYPE apiserver_resource_size_estimate_bytes gauge\n"));
+        assert!(text.contains(
+            "apiserver_resource_size_estimate_bytes{group=\"apps\",resource=\"deployments\"} 2048\n"
+        ));
+        assert!(text.contains(
+            "apiserver_resource_size_estimate_bytes{group=\"\",resource=\"pods\"} 700\n"
+        ));
     }
 }

@@ -185,6 +185,9 @@ impl Server {
         values: Option<Decode>,
         tx: &mpsc::Sender<WatchFrame>,
     ) {
+        // Events sent before the watch follows live changes, counted as
+        // upstream's apiserver_init_events_total counts them.
+        let mut init_events = 0u64;
         for object in plan.initial {
             if tx
                 .send(WatchFrame::Event {
@@ -197,6 +200,7 @@ impl Server {
             {
                 return;
             }
+            init_events += 1;
         }
         if plan.initial_end
             && tx
@@ -223,13 +227,32 @@ impl Server {
                 return;
             }
         };
-        let mut ticker = self.clock.interval(BOOKMARK_EVERY);
-        ticker.tick().await;
         // The newest revision the client knows of, from an event or a
         // bookmark. A bookmark that would repeat it tells nothing, so the
         // ticker then rests until the store moves on: an idle cluster (or
         // simulated months without jobs) costs no wake-ups per watch.
         let mut told = plan.from;
+        // The history after the start revision that the store held when the
+        // watch began is part of its initial events too (upstream's watch
+        // cache sends it from its buffer before going live).
+        let backlog_end = stream.backlog_end();
+        while stream.last_rev() < backlog_end {
+            let Some(ev) = stream.try_next() else { break };
+            if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix, value(&ev)) {
+                if tx.send(frame).await.is_err() {
+                    return;
+                }
+                told = ev.rev;
+                init_events += 1;
+            }
+        }
+        if init_events > 0 {
+            if let Some(m) = self.request_metrics() {
+                m.init_events_sent(&resource.group, &resource.plural, init_events);
+            }
+        }
+        let mut ticker = self.clock.interval(BOOKMARK_EVERY);
+        ticker.tick().await;
         let mut resting: Option<tokio::sync::watch::Receiver<u64>> = None;
         loop {
             tokio::select! {

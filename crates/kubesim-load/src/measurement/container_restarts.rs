@@ -19,16 +19,17 @@ use serde::{Deserialize, Serialize};
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::generic_query::{prometheus_of, Window};
-use super::{Ctx, Measurement, MeasurementError};
+use super::prometheus_method::{Gatherer, PrometheusMethod, Window};
+use super::MeasurementError;
 
 pub const NAME: &str = "ContainerRestarts";
 const QUERY: &str = "changes(container_start_time_seconds[%v])";
 
+/// The restart query and its allowances.
 #[derive(Default)]
-pub struct ContainerRestarts {
-    window: Window,
-}
+pub struct RestartsQuery;
+
+pub type ContainerRestarts = PrometheusMethod<RestartsQuery>;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "PascalCase")]
@@ -83,64 +84,54 @@ fn allowances(p: &Params) -> Result<Vec<Allowance>, MeasurementError> {
 }
 
 #[async_trait::async_trait]
-impl Measurement for ContainerRestarts {
-    async fn execute(
+impl Gatherer for RestartsQuery {
+    const NAME: &'static str = NAME;
+
+    async fn gather(
         &mut self,
-        ctx: &Ctx,
-        _identifier: &str,
+        window: &Window<'_>,
         p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
-        let prom = prometheus_of(ctx, p, NAME)?;
-        match params::required_string(p, "action")?.as_str() {
-            "start" => {
-                self.window.start(ctx);
-                Ok(Vec::new())
-            }
-            "gather" => {
-                let allowed = allowances(p)?;
-                let default_allowed = params::int_or(p, "defaultAllowedRestarts", 0)?;
-                let failure_enabled = params::bool_or(p, "failureEnabled", true)?;
-                let enable_violations = params::bool_or(p, "enableViolations", false)?;
-                let (samples, end) = self.window.query(ctx, &*prom, QUERY, NAME).await?;
-                let label = |s: &crate::prom::PromSample, k: &str| {
-                    s.metric.get(k).cloned().unwrap_or_default()
-                };
-                let restarts: Vec<Restarts> = samples
+        let allowed = allowances(p)?;
+        let default_allowed = params::int_or(p, "defaultAllowedRestarts", 0)?;
+        let failure_enabled = params::bool_or(p, "failureEnabled", true)?;
+        let enable_violations = params::bool_or(p, "enableViolations", false)?;
+        let samples = window.query("query", QUERY).await?;
+        let label =
+            |s: &crate::prom::PromSample, k: &str| s.metric.get(k).cloned().unwrap_or_default();
+        let restarts: Vec<Restarts> = samples
+            .iter()
+            .map(|s| Restarts {
+                container: label(s, "container"),
+                pod: label(s, "pod"),
+                namespace: label(s, "namespace"),
+                restart_count: s.value.round() as i64,
+            })
+            .collect();
+        let too_many: Vec<String> = restarts
+            .iter()
+            .filter_map(|r| {
+                let limit = allowed
                     .iter()
-                    .map(|s| Restarts {
-                        container: label(s, "container"),
-                        pod: label(s, "pod"),
-                        namespace: label(s, "namespace"),
-                        restart_count: s.value.round() as i64,
-                    })
-                    .collect();
-                let too_many: Vec<String> = restarts
-                    .iter()
-                    .filter_map(|r| {
-                        let limit = allowed
-                            .iter()
-                            .filter(|a| glob(&a.pod, &r.pod))
-                            .map(|a| a.allowed_restarts)
-                            .fold(default_allowed, i64::max);
-                        (r.restart_count > limit).then(|| {
-                            format!(
-                                "{}/{} container {}: {} restarts, at most {limit} allowed",
-                                r.namespace, r.pod, r.container, r.restart_count
-                            )
-                        })
-                    })
-                    .collect();
-                let summary = Summary::json(NAME, end, &restarts);
-                if !too_many.is_empty() && failure_enabled && enable_violations {
-                    return Err(MeasurementError::violation(
-                        format!("{NAME}: {}", too_many.join("; ")),
-                        vec![summary],
-                    ));
-                }
-                Ok(vec![summary])
-            }
-            other => Err(MeasurementError::unknown_action(NAME, other)),
+                    .filter(|a| glob(&a.pod, &r.pod))
+                    .map(|a| a.allowed_restarts)
+                    .fold(default_allowed, i64::max);
+                (r.restart_count > limit).then(|| {
+                    format!(
+                        "{}/{} container {}: {} restarts, at most {limit} allowed",
+                        r.namespace, r.pod, r.container, r.restart_count
+                    )
+                })
+            })
+            .collect();
+        let summary = Summary::json(NAME, window.end, &restarts);
+        if !too_many.is_empty() && failure_enabled && enable_violations {
+            return Err(MeasurementError::violation(
+                format!("{NAME}: {}", too_many.join("; ")),
+                vec![summary],
+            ));
         }
+        Ok(vec![summary])
     }
 }
 
@@ -150,7 +141,7 @@ mod tests {
 
     use super::*;
     use crate::measurement::test_support::{ctx, sample, Canned};
-    use crate::measurement::ErrorKind;
+    use crate::measurement::{ErrorKind, Measurement};
     use crate::prom::PromSample;
 
     fn restart(pod: &str, n: f64) -> PromSample {

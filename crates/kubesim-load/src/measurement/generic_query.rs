@@ -13,16 +13,14 @@
 //! violations, which fail the call only with `enableViolations`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::params::{self, Params};
-use crate::prom::{PromSample, Querier};
 use crate::report::{DataItem, PerfData, Summary};
 
-use super::{Ctx, Measurement, MeasurementError, NEEDS_PROMETHEUS};
+use super::prometheus_method::{Gatherer, PrometheusMethod, Window};
+use super::MeasurementError;
 
 pub const NAME: &str = "GenericPrometheusQuery";
 
@@ -42,11 +40,6 @@ struct Spec {
     unit: String,
     dimensions: Vec<String>,
     queries: Vec<Query>,
-}
-
-#[derive(Default)]
-pub struct GenericPrometheusQuery {
-    started: Option<(Spec, Timestamp)>,
 }
 
 fn bad(message: impl std::fmt::Display) -> MeasurementError {
@@ -112,163 +105,98 @@ fn query(v: &Value) -> Result<Query, String> {
     })
 }
 
-/// The Prometheus a Prometheus-based method queries: ClusterLoader2's
-/// `prometheusClient` is the run's own server (`inCluster`, the default;
-/// a cloud provider's, `managed`, is refused by name), and without one
-/// the call is skipped saying how to get one.
-pub(crate) fn prometheus_of(
-    ctx: &Ctx,
-    p: &Params,
-    method: &str,
-) -> Result<Arc<dyn Querier>, MeasurementError> {
-    in_cluster_client(p, method)?;
-    ctx.prometheus
-        .clone()
-        .ok_or_else(|| MeasurementError::skipped(NEEDS_PROMETHEUS))
-}
-
-fn in_cluster_client(p: &Params, method: &str) -> Result<(), MeasurementError> {
-    match params::string_or(p, "prometheusClient", "inCluster")?.as_str() {
-        "inCluster" => Ok(()),
-        "managed" => Err(MeasurementError::failed(format!(
-            "{method}: prometheusClient \"managed\" (a cloud provider's Prometheus) is not supported"
-        ))),
-        other => Err(MeasurementError::failed(format!(
-            "{method}: unknown prometheusClient {other:?}"
-        ))),
-    }
-}
-
-/// The measured window of a Prometheus method whose query takes it whole,
-/// from its `start` call to its `gather`.
+/// The queries of one GenericPrometheusQuery, from its `start`.
 #[derive(Default)]
-pub(crate) struct Window(Option<Timestamp>);
-
-impl Window {
-    pub(crate) fn start(&mut self, ctx: &Ctx) {
-        self.0 = Some(ctx.clock.now());
-    }
-
-    /// Runs `query`, its `%v` the window, at the gather's time; gives the
-    /// samples and that time.
-    pub(crate) async fn query(
-        &self,
-        ctx: &Ctx,
-        prom: &dyn Querier,
-        query: &str,
-        method: &str,
-    ) -> Result<(Vec<PromSample>, Timestamp), MeasurementError> {
-        let failed = |m: String| MeasurementError::failed(format!("{method}: {m}"));
-        let start = self
-            .0
-            .ok_or_else(|| failed("gather without a start".into()))?;
-        let end = ctx.clock.now();
-        let samples = prom
-            .query(&query.replace("%v", &window(start, end)), end)
-            .await
-            .map_err(|e| failed(format!("query: {e}")))?;
-        Ok((samples, end))
-    }
+pub struct Queries {
+    spec: Option<Spec>,
 }
 
-/// ClusterLoader2's rendering of the window: whole seconds.
-pub(crate) fn window(start: Timestamp, end: Timestamp) -> String {
-    let ms = end.as_millisecond() - start.as_millisecond();
-    format!("{}s", ms.max(0) / 1000)
-}
+pub type GenericPrometheusQuery = PrometheusMethod<Queries>;
 
 #[async_trait::async_trait]
-impl Measurement for GenericPrometheusQuery {
-    async fn execute(
+impl Gatherer for Queries {
+    const NAME: &'static str = NAME;
+
+    fn start(&mut self, p: &Params) -> Result<(), MeasurementError> {
+        self.spec = Some(spec(p)?);
+        Ok(())
+    }
+
+    async fn gather(
         &mut self,
-        ctx: &Ctx,
-        _identifier: &str,
+        window: &Window<'_>,
         p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
-        let prom = prometheus_of(ctx, p, NAME)?;
-        match params::required_string(p, "action")?.as_str() {
-            "start" => {
-                self.started = Some((spec(p)?, ctx.clock.now()));
-                Ok(Vec::new())
+        let Some(spec) = &self.spec else {
+            return Err(bad("gather without a start"));
+        };
+        let enable_violations = params::bool_or(p, "enableViolations", false)?;
+        let mut items: BTreeMap<String, DataItem> = BTreeMap::new();
+        let mut violations = Vec::new();
+        for q in &spec.queries {
+            let samples = window
+                .query(&format!("query {:?}", q.name), &q.query)
+                .await?;
+            if samples.is_empty() && q.require_samples {
+                violations.push(format!(
+                    "{}: query returned no samples for {}",
+                    q.name, spec.metric_name
+                ));
             }
-            "gather" => {
-                let Some((spec, start)) = self.started.clone() else {
-                    return Err(bad("gather without a start"));
-                };
-                let enable_violations = params::bool_or(p, "enableViolations", false)?;
-                let end = ctx.clock.now();
-                let w = window(start, end);
-                let mut items: BTreeMap<String, DataItem> = BTreeMap::new();
-                let mut violations = Vec::new();
-                for q in &spec.queries {
-                    let promql = q.query.replace("%v", &w);
-                    let samples = prom
-                        .query(&promql, end)
-                        .await
-                        .map_err(|e| bad(format!("query {:?}: {e}", q.name)))?;
-                    if samples.is_empty() && q.require_samples {
+            for s in samples {
+                let labels: BTreeMap<String, String> = spec
+                    .dimensions
+                    .iter()
+                    .map(|d| (d.clone(), s.metric.get(d).cloned().unwrap_or_default()))
+                    .collect();
+                let key = format!(
+                    "[{}]",
+                    labels.values().cloned().collect::<Vec<_>>().join(" ")
+                );
+                let item = items.entry(key.clone()).or_insert_with(|| DataItem {
+                    data: BTreeMap::new(),
+                    unit: spec.unit.clone(),
+                    labels,
+                });
+                match item.data.get(&q.name) {
+                    Some(prev) => violations.push(format!(
+                        "{}: too many samples for {key}: {} and {prev}, expected one",
+                        q.name, s.value
+                    )),
+                    None => {
+                        item.data.insert(q.name.clone(), s.value);
+                    }
+                }
+                if let Some(t) = q.threshold {
+                    if q.lower_bound && s.value < t {
                         violations.push(format!(
-                            "{}: query returned no samples for {}",
-                            q.name, spec.metric_name
+                            "{}: {} is below the threshold {t}",
+                            q.name, s.value
+                        ));
+                    } else if !q.lower_bound && s.value > t {
+                        violations.push(format!(
+                            "{}: {} is above the threshold {t}",
+                            q.name, s.value
                         ));
                     }
-                    for s in samples {
-                        let labels: BTreeMap<String, String> = spec
-                            .dimensions
-                            .iter()
-                            .map(|d| (d.clone(), s.metric.get(d).cloned().unwrap_or_default()))
-                            .collect();
-                        let key = format!(
-                            "[{}]",
-                            labels.values().cloned().collect::<Vec<_>>().join(" ")
-                        );
-                        let item = items.entry(key.clone()).or_insert_with(|| DataItem {
-                            data: BTreeMap::new(),
-                            unit: spec.unit.clone(),
-                            labels,
-                        });
-                        match item.data.get(&q.name) {
-                            Some(prev) => violations.push(format!(
-                                "{}: too many samples for {key}: {} and {prev}, expected one",
-                                q.name, s.value
-                            )),
-                            None => {
-                                item.data.insert(q.name.clone(), s.value);
-                            }
-                        }
-                        if let Some(t) = q.threshold {
-                            if q.lower_bound && s.value < t {
-                                violations.push(format!(
-                                    "{}: {} is below the threshold {t}",
-                                    q.name, s.value
-                                ));
-                            } else if !q.lower_bound && s.value > t {
-                                violations.push(format!(
-                                    "{}: {} is above the threshold {t}",
-                                    q.name, s.value
-                                ));
-                            }
-                        }
-                    }
                 }
-                let summary = Summary::json(
-                    format!("{NAME} {}", spec.metric_name),
-                    end,
-                    &PerfData {
-                        version: spec.metric_version.clone(),
-                        data_items: items.into_values().collect(),
-                    },
-                );
-                if enable_violations && !violations.is_empty() {
-                    return Err(MeasurementError::violation(
-                        format!("{NAME} {}: {}", spec.metric_name, violations.join("; ")),
-                        vec![summary],
-                    ));
-                }
-                Ok(vec![summary])
             }
-            other => Err(MeasurementError::unknown_action(NAME, other)),
         }
+        let summary = Summary::json(
+            format!("{NAME} {}", spec.metric_name),
+            window.end,
+            &PerfData {
+                version: spec.metric_version.clone(),
+                data_items: items.into_values().collect(),
+            },
+        );
+        if enable_violations && !violations.is_empty() {
+            return Err(MeasurementError::violation(
+                format!("{NAME} {}: {}", spec.metric_name, violations.join("; ")),
+                vec![summary],
+            ));
+        }
+        Ok(vec![summary])
     }
 }
 
@@ -280,7 +208,7 @@ mod tests {
 
     use super::*;
     use crate::measurement::test_support::{ctx, sample, Canned};
-    use crate::measurement::ErrorKind;
+    use crate::measurement::{Ctx, ErrorKind, Measurement};
 
     fn params(v: Value) -> Params {
         v.as_object().unwrap().clone()

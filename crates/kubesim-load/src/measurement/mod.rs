@@ -295,6 +295,7 @@ pub mod metrics_for_e2e;
 pub mod network_programming;
 pub mod pod_startup;
 pub mod prometheus;
+mod prometheus_method;
 pub mod resource_usage;
 pub mod scheduling_throughput;
 pub mod scheduling_throughput_prometheus;

@@ -14,16 +14,17 @@ use serde::Serialize;
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::generic_query::{prometheus_of, Window};
-use super::{Ctx, Measurement, MeasurementError};
+use super::prometheus_method::{Gatherer, PrometheusMethod, Window};
+use super::MeasurementError;
 
 pub const NAME: &str = "SchedulingThroughputPrometheus";
 const QUERY: &str = r#"max_over_time(sum(irate(apiserver_request_total{verb="POST", resource="pods", subresource="binding",code="201"}[1m]))[%v:5s])"#;
 
+/// The binding rate query and its threshold.
 #[derive(Default)]
-pub struct SchedulingThroughputPrometheus {
-    window: Window,
-}
+pub struct ThroughputQuery;
+
+pub type SchedulingThroughputPrometheus = PrometheusMethod<ThroughputQuery>;
 
 #[derive(Debug, Serialize)]
 struct Throughput {
@@ -35,43 +36,34 @@ fn bad(message: impl std::fmt::Display) -> MeasurementError {
 }
 
 #[async_trait::async_trait]
-impl Measurement for SchedulingThroughputPrometheus {
-    async fn execute(
+impl Gatherer for ThroughputQuery {
+    const NAME: &'static str = NAME;
+
+    async fn gather(
         &mut self,
-        ctx: &Ctx,
-        _identifier: &str,
+        window: &Window<'_>,
         p: &Params,
     ) -> Result<Vec<Summary>, MeasurementError> {
-        let prom = prometheus_of(ctx, p, NAME)?;
-        match params::required_string(p, "action")?.as_str() {
-            "start" => {
-                self.window.start(ctx);
-                Ok(Vec::new())
-            }
-            "gather" => {
-                let enable_violations = params::bool_or(p, "enableViolations", false)?;
-                let threshold = params::float_or(p, "threshold", 0.0)?;
-                let (samples, end) = self.window.query(ctx, &*prom, QUERY, NAME).await?;
-                if samples.len() != 1 {
-                    return Err(bad(format!(
-                        "got unexpected number of samples: {}",
-                        samples.len()
-                    )));
-                }
-                let max = samples[0].value;
-                let summary = Summary::json(NAME, end, &Throughput { max });
-                if threshold > 0.0 && max < threshold && enable_violations {
-                    return Err(MeasurementError::violation(
-                        format!(
-                            "scheduler throughput_prometheus: actual throughput {max:.6} lower than threshold {threshold:.6}"
-                        ),
-                        vec![summary],
-                    ));
-                }
-                Ok(vec![summary])
-            }
-            other => Err(MeasurementError::unknown_action(NAME, other)),
+        let enable_violations = params::bool_or(p, "enableViolations", false)?;
+        let threshold = params::float_or(p, "threshold", 0.0)?;
+        let samples = window.query("query", QUERY).await?;
+        if samples.len() != 1 {
+            return Err(bad(format!(
+                "got unexpected number of samples: {}",
+                samples.len()
+            )));
         }
+        let max = samples[0].value;
+        let summary = Summary::json(NAME, window.end, &Throughput { max });
+        if threshold > 0.0 && max < threshold && enable_violations {
+            return Err(MeasurementError::violation(
+                format!(
+                    "scheduler throughput_prometheus: actual throughput {max:.6} lower than threshold {threshold:.6}"
+                ),
+                vec![summary],
+            ));
+        }
+        Ok(vec![summary])
     }
 }
 
@@ -81,7 +73,7 @@ mod tests {
 
     use super::*;
     use crate::measurement::test_support::{ctx, sample, Canned};
-    use crate::measurement::ErrorKind;
+    use crate::measurement::{ErrorKind, Measurement};
 
     fn params(v: serde_json::Value) -> Params {
         v.as_object().unwrap().clone()
