@@ -11,6 +11,9 @@ use kubesim_apiserver::Server;
 use kubesim_runtime::{Api, Clock, ListOptions, ResourceRef, Rng, WatchEvent, WriteOptions};
 use kubesim_store::{MemStore, Options, Store};
 use serde_json::json;
+use support::create_config_map;
+
+mod support;
 
 async fn cluster() -> (Arc<dyn Api>, Arc<Metrics>) {
     let clock = Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap());
@@ -20,24 +23,6 @@ async fn cluster() -> (Arc<dyn Api>, Arc<Metrics>) {
     let metrics = Arc::new(Metrics::default());
     server.count_in_process_requests(metrics.clone());
     (Arc::new(InProcess::new(server, "test")), metrics)
-}
-
-async fn create_map(api: &Arc<dyn Api>, namespace: &str, name: &str) -> String {
-    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace}});
-    let made = api
-        .create(
-            &ResourceRef::core("configmaps"),
-            namespace,
-            cm,
-            &WriteOptions::default(),
-        )
-        .await
-        .unwrap();
-    made["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 /// The names of the next `n` events of a watch.
@@ -77,9 +62,9 @@ async fn initial_state_and_history_count_and_live_events_do_not() {
     )
     .await
     .unwrap();
-    let first = create_map(&api, "default", "a").await;
-    create_map(&api, "default", "b").await;
-    create_map(&api, "other", "elsewhere").await;
+    let first = create_config_map(&*api, "default", "a").await;
+    create_config_map(&*api, "default", "b").await;
+    create_config_map(&*api, "other", "elsewhere").await;
     assert_eq!(configmap_init_events(&metrics), None);
 
     // From the current state: its two objects in the namespace.
@@ -89,7 +74,7 @@ async fn initial_state_and_history_count_and_live_events_do_not() {
         .unwrap();
     assert_eq!(names(&mut from_state, 2).await, ["a", "b"]);
     // Once a live event arrives, the initial ones have been counted.
-    create_map(&api, "default", "c").await;
+    create_config_map(&*api, "default", "c").await;
     assert_eq!(names(&mut from_state, 1).await, ["c"]);
     assert_eq!(configmap_init_events(&metrics), Some(2));
 
@@ -101,7 +86,7 @@ async fn initial_state_and_history_count_and_live_events_do_not() {
     };
     let mut from_history = api.watch(&cms, "default", &from_rv).await.unwrap();
     assert_eq!(names(&mut from_history, 2).await, ["b", "c"]);
-    let now = create_map(&api, "default", "d").await;
+    let now = create_config_map(&*api, "default", "d").await;
     assert_eq!(names(&mut from_history, 1).await, ["d"]);
     assert_eq!(configmap_init_events(&metrics), Some(4));
 
@@ -114,7 +99,7 @@ async fn initial_state_and_history_count_and_live_events_do_not() {
     // Let the watch begin before the write: a write committed before it
     // begins is history to it, and counted.
     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    create_map(&api, "default", "e").await;
+    create_config_map(&*api, "default", "e").await;
     assert_eq!(names(&mut live_only, 1).await, ["e"]);
     assert_eq!(names(&mut from_history, 1).await, ["e"]);
     assert_eq!(configmap_init_events(&metrics), Some(4));

@@ -6,9 +6,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use kubesim_apiserver::inprocess::InProcess;
 use kubesim_apiserver::Server;
-use kubesim_runtime::{Api, Clock, ListOptions, ResourceRef, Rng, WatchEvent, WriteOptions};
+use kubesim_runtime::{Api, Clock, ListOptions, ResourceRef, Rng, WatchEvent};
 use kubesim_store::{MemStore, Options, Store};
-use serde_json::json;
+use support::create_config_map;
+
+mod support;
 
 async fn cluster() -> (Arc<dyn Api>, Clock) {
     let clock = Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap());
@@ -16,24 +18,6 @@ async fn cluster() -> (Arc<dyn Api>, Clock) {
     let server = Server::new(store, clock.clone(), Rng::seeded(1));
     server.bootstrap().await.unwrap();
     (Arc::new(InProcess::new(server, "test")), clock)
-}
-
-async fn create_map(api: &Arc<dyn Api>, name: &str) -> String {
-    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"}});
-    let made = api
-        .create(
-            &ResourceRef::core("configmaps"),
-            "default",
-            cm,
-            &WriteOptions::default(),
-        )
-        .await
-        .unwrap();
-    made["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 /// The next bookmark within `within` of simulated time, if any; any other
@@ -52,7 +36,7 @@ async fn bookmark(
 #[tokio::test(start_paused = true)]
 async fn an_idle_watch_gets_bookmarks_only_when_the_store_moves_and_never_times_out() {
     let (api, clock) = cluster().await;
-    let rv = create_map(&api, "a").await;
+    let rv = create_config_map(&*api, "default", "a").await;
     let secrets = ResourceRef::core("secrets");
     let opts = ListOptions {
         resource_version: Some(rv.clone()),
@@ -66,7 +50,7 @@ async fn an_idle_watch_gets_bookmarks_only_when_the_store_moves_and_never_times_
 
     // A write to another resource moves the store: within a bookmark
     // period the watch learns the new revision, though it saw no event.
-    let newer = create_map(&api, "b").await;
+    let newer = create_config_map(&*api, "default", "b").await;
     let before = clock.instant();
     assert_eq!(
         bookmark(&mut events, Duration::from_secs(61)).await,
@@ -77,7 +61,7 @@ async fn an_idle_watch_gets_bookmarks_only_when_the_store_moves_and_never_times_
     // Then quiet again, for longer than kube-apiserver's longest watch
     // timeout: no repeated bookmark, and the stream stays open.
     assert_eq!(bookmark(&mut events, Duration::from_secs(7200)).await, None);
-    let third = create_map(&api, "c").await;
+    let third = create_config_map(&*api, "default", "c").await;
     assert_eq!(
         bookmark(&mut events, Duration::from_secs(61)).await,
         Some(third)

@@ -36,3 +36,22 @@ pub async fn bind(api: &dyn Api, name: &str, node: &str) -> serde_json::Value {
         .await
         .unwrap()
 }
+
+/// Creates ConfigMap `name` in `namespace`; its resourceVersion.
+pub async fn create_config_map(api: &dyn Api, namespace: &str, name: &str) -> String {
+    let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace}});
+    let made = api
+        .create(
+            &ResourceRef::core("configmaps"),
+            namespace,
+            cm,
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    made["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
