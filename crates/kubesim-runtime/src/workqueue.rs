@@ -24,12 +24,11 @@ pub const MAX_DELAY: Duration = Duration::from_secs(1000);
 
 struct State<K> {
     queue: VecDeque<K>,
-    /// Keys waiting in `queue`, or re-added while processing.
-    dirty: BTreeSet<K>,
+    /// Keys waiting in `queue`, or re-added while processing, each with
+    /// when it was added: its wait to be handed out counts from that add,
+    /// even while an earlier pass holds it.
+    dirty: BTreeMap<K, tokio::time::Instant>,
     processing: BTreeSet<K>,
-    /// When each dirty key was added, for how long it waits to be handed
-    /// out (counted from the add even while an earlier pass holds it).
-    added_at: BTreeMap<K, tokio::time::Instant>,
     failures: BTreeMap<K, u32>,
     shut_down: bool,
 }
@@ -52,9 +51,8 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
         Arc::new(WorkQueue {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
-                dirty: BTreeSet::new(),
+                dirty: BTreeMap::new(),
                 processing: BTreeSet::new(),
-                added_at: BTreeMap::new(),
                 failures: BTreeMap::new(),
                 shut_down: false,
             }),
@@ -68,11 +66,11 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
 
     pub fn add(&self, key: K) {
         let mut s = self.state.lock();
-        if s.shut_down || !s.dirty.insert(key.clone()) {
+        if s.shut_down || s.dirty.contains_key(&key) {
             return;
         }
+        s.dirty.insert(key.clone(), self.clock.instant());
         self.stats.added();
-        s.added_at.insert(key.clone(), self.clock.instant());
         if s.processing.contains(&key) {
             return;
         }
@@ -127,8 +125,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
             {
                 let mut s = self.state.lock();
                 if let Some(k) = s.queue.pop_front() {
-                    s.dirty.remove(&k);
-                    if let Some(added) = s.added_at.remove(&k) {
+                    if let Some(added) = s.dirty.remove(&k) {
                         self.stats.waited(self.clock.instant() - added);
                     }
                     s.processing.insert(k.clone());
@@ -152,7 +149,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
     pub fn done(&self, key: &K) {
         let mut s = self.state.lock();
         s.processing.remove(key);
-        if s.dirty.contains(key) && !s.shut_down {
+        if s.dirty.contains_key(key) && !s.shut_down {
             s.queue.push_back(key.clone());
             drop(s);
             self.notify.notify_one();
@@ -163,7 +160,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
     /// worked on is handed out only after `cooldown`; adds meanwhile are
     /// folded into that one pass.
     pub fn done_after(self: &Arc<Self>, key: &K, cooldown: Duration) {
-        if cooldown.is_zero() || !self.state.lock().dirty.contains(key) {
+        if cooldown.is_zero() || !self.state.lock().dirty.contains_key(key) {
             return self.done(key);
         }
         let (q, key) = (self.clone(), key.clone());
@@ -189,7 +186,6 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
         s.shut_down = true;
         s.queue.clear();
         s.dirty.clear();
-        s.added_at.clear();
         drop(s);
         self.notify.notify_waiters();
     }

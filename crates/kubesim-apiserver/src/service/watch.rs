@@ -219,7 +219,11 @@ impl Server {
         let inbox = values
             .filter(|_| !convert::is_converted(&resource))
             .and_then(|shape| self.handoff.open(&resource.storage_key(), shape));
-        let value = |ev: &Event| inbox.as_ref().and_then(|i| i.take(&ev.record));
+        // What this watcher is sent of a store event, if anything.
+        let seen = |ev: &Event| {
+            let value = inbox.as_ref().and_then(|i| i.take(&ev.record));
+            translate(&resource, ev, &plan.filter, &plan.prefix, value)
+        };
         let mut stream = match self.store.watch(&resource.storage_key(), plan.from) {
             Ok(s) => s,
             Err(e) => {
@@ -238,7 +242,7 @@ impl Server {
         let backlog_end = stream.backlog_end();
         while stream.last_rev() < backlog_end {
             let Some(ev) = stream.try_next() else { break };
-            if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix, value(&ev)) {
+            if let Some(frame) = seen(&ev) {
                 if tx.send(frame).await.is_err() {
                     return;
                 }
@@ -260,7 +264,7 @@ impl Server {
                 biased;
                 ev = stream.next() => {
                     let Some(ev) = ev else { return };
-                    if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix, value(&ev)) {
+                    if let Some(frame) = seen(&ev) {
                         if tx.send(frame).await.is_err() {
                             return;
                         }
@@ -272,7 +276,7 @@ impl Server {
                     // deliver it first so the bookmark never overtakes an event.
                     let rev = self.store.current_rev();
                     while let Some(ev) = stream.try_next() {
-                        if let Some(frame) = translate(&resource, &ev, &plan.filter, &plan.prefix, value(&ev)) {
+                        if let Some(frame) = seen(&ev) {
                             if tx.send(frame).await.is_err() {
                                 return;
                             }

@@ -203,11 +203,8 @@ impl Server {
     ) -> Result<(), kubesim_core::ApiError> {
         let r = self.resource("", "v1", "serviceaccounts")?;
         let opts = WriteOptions::default();
+        // One that exists already (a restart) answers 409 and is kept.
         for name in service_accounts() {
-            let key = crate::service::object_key(&r, CONTROLLER_NAMESPACE, &name);
-            if self.store.get(&r.storage_key(), &key).is_some() {
-                continue;
-            }
             let obj = json!({"apiVersion": "v1", "kind": "ServiceAccount",
                 "metadata": {"name": name, "namespace": CONTROLLER_NAMESPACE}});
             match self
