@@ -23,6 +23,8 @@ pub mod informer;
 mod panics;
 #[cfg(feature = "remote")]
 pub mod remote;
+#[cfg(feature = "remote")]
+mod remote_transport;
 pub mod rng;
 pub mod shape_check;
 mod spam;

@@ -1,7 +1,8 @@
 //! The [`Api`] over HTTP(S) to any Kubernetes API server, kubesim or a real
 //! cluster, named by a kubeconfig.
 //!
-//! `kube::Client` is only the transport: it resolves kubeconfig contexts
+//! `kube::Client` is only the transport (offering HTTP/2 over TLS, see
+//! `remote_transport`): it resolves kubeconfig contexts
 //! and speaks TLS with whatever credentials the user entry holds (bearer
 //! tokens, client certificates, exec plugins), which real clusters need.
 //! Requests are built here by hand on JSON values, with the same paths,
@@ -76,7 +77,7 @@ pub enum ConnectError {
     Client {
         url: String,
         #[source]
-        source: kube::Error,
+        source: crate::remote_transport::TransportError,
     },
 }
 
@@ -132,8 +133,8 @@ impl RemoteApi {
     /// Must be called inside a tokio runtime: the client starts a task.
     pub fn from_config(config: Config) -> Result<RemoteApi, ConnectError> {
         let url = config.cluster_url.to_string();
-        let client =
-            Client::try_from(config).map_err(|source| ConnectError::Client { url, source })?;
+        let client = crate::remote_transport::client(config)
+            .map_err(|source| ConnectError::Client { url, source })?;
         Ok(Self::from_client(client))
     }
 
