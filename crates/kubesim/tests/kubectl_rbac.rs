@@ -613,13 +613,39 @@ fn nodes_reach_only_their_own_objects() {
         "{e}"
     );
 
+    // A CSI volume's node secret, in another namespace, through the claim
+    // a pod of the node uses and the volume bound to it.
+    c.ok(&w("create namespace storage"));
+    c.ok(&w("create secret generic csi-node -n storage --from-literal=k=v"));
+    c.apply(
+        r#"{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                "claimRef": {"namespace": "default", "name": "data"},
+                "csi": {"driver": "d.example.com", "volumeHandle": "h",
+                    "nodePublishSecretRef": {"namespace": "storage", "name": "csi-node"}}}}"#,
+    );
+    c.apply(
+        r#"{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv1",
+                "resources": {"requests": {"storage": "1Gi"}}}}"#,
+    );
+    let e = node_refused(&n1, &w("get secret csi-node -n storage"), None);
+    assert!(e.contains("no relationship found between node 'n1'"), "{e}");
+    c.apply(
+        r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p4"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}],
+                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}}"#,
+    );
+    node_allowed(&n1, &w("get secret csi-node -n storage"), None);
+    node_refused(&n2, &w("get secret csi-node -n storage"), None);
+
     // Pods: listed by their node only; a node deletes its own.
     let mine = node_allowed(
         &n1,
         &w("get pods --field-selector spec.nodeName=n1 -o name"),
         None,
     );
-    assert_eq!(mine.trim(), "pod/p1");
+    assert_eq!(mine.trim(), "pod/p1\npod/p4");
     let e = node_refused(&n1, &w("get pods"), None);
     assert!(
         e.contains("can only list/watch pods with spec.nodeName field selector"),
@@ -633,41 +659,84 @@ fn nodes_reach_only_their_own_objects() {
         "{e}"
     );
 
-    // NodeRestriction: only mirror pods bound to the node itself.
-    let pod = |name: &str, node: &str, mirror: bool| {
+    // NodeRestriction: only mirror pods bound to the node itself and
+    // owned by its Node, by uid.
+    let uid = c.ok(&w("get node n1 -o jsonpath={.metadata.uid}"));
+    let pod = |name: &str, node: &str, mirror: bool, owner_uid: Option<&str>| {
         let ann = if mirror {
             r#", "annotations": {"kubernetes.io/config.mirror": "x"}"#
         } else {
             ""
         };
+        let owners = owner_uid.map_or(String::new(), |u| {
+            format!(
+                r#", "ownerReferences": [{{"apiVersion": "v1", "kind": "Node", "name": "{node}", "uid": "{u}", "controller": true}}]"#
+            )
+        });
         format!(
-            r#"{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "{name}"{ann}}},
+            r#"{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "{name}"{ann}{owners}}},
                 "spec": {{"nodeName": "{node}", "containers": [{{"name": "c", "image": "nginx"}}]}}}}"#
         )
     };
-    let e = node_refused(
-        &n1,
-        &w("create --validate=false -f -"),
-        Some(&pod("plain", "n1", false)),
-    );
+    let create = w("create --validate=false -f -");
+    let e = node_refused(&n1, &create, Some(&pod("plain", "n1", false, Some(&uid))));
     assert!(
         e.contains(r#"pods "plain" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "n1" can only create mirror pods"#),
         "{e}"
     );
     let e = node_refused(
         &n1,
-        &w("create --validate=false -f -"),
-        Some(&pod("elsewhere", "n2", true)),
+        &create,
+        Some(&pod("elsewhere", "n2", true, Some(&uid))),
     );
     assert!(
         e.contains(r#"node "n1" can only create pods with spec.nodeName set to itself"#),
         "{e}"
     );
+    let e = node_refused(&n1, &create, Some(&pod("orphan", "n1", true, None)));
+    assert!(
+        e.contains(r#"node "n1" can only create pods with an owner reference set to itself"#),
+        "{e}"
+    );
+    let e = node_refused(&n1, &create, Some(&pod("stale", "n1", true, Some("0000"))));
+    assert!(
+        e.contains(&format!("node n1 UID mismatch: expected 0000 got {uid}")),
+        "{e}"
+    );
+    node_allowed(&n1, &create, Some(&pod("static", "n1", true, Some(&uid))));
+
+    // Its own labels only within the kubelet's set.
     node_allowed(
         &n1,
-        &w("create --validate=false -f -"),
-        Some(&pod("static", "n1", true)),
+        &w("label node n1 example.com/team=a node.kubernetes.io/pool=b"),
+        None,
     );
+    let e = node_refused(&n1, &w("label node n1 node-role.kubernetes.io/gpu="), None);
+    assert!(
+        e.contains(r#"nodes "n1" is forbidden: is not allowed to modify labels: node-role.kubernetes.io/gpu"#),
+        "{e}"
+    );
+
+    // Tokens only bound to a pod of its own, by uid.
+    c.ok(&w("create serviceaccount runner"));
+    c.apply(
+        r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p3"},
+            "spec": {"nodeName": "n1", "serviceAccountName": "runner", "containers": [{"name": "c", "image": "nginx"}]}}"#,
+    );
+    let e = node_refused(&n1, &w("create token runner"), None);
+    assert!(
+        e.contains(
+            r#"serviceaccounts "runner" is forbidden: node requested token not bound to a pod"#
+        ),
+        "{e}"
+    );
+    let p3 = c.ok(&w("get pod p3 -o jsonpath={.metadata.uid}"));
+    let token = node_allowed(
+        &n1,
+        &w(&format!("create token runner --bound-object-kind Pod --bound-object-name p3 --bound-object-uid {p3}")),
+        None,
+    );
+    assert!(token.trim().starts_with("ey"), "{token}");
 
     // Its own Lease, not another's.
     let lease = |name: &str| {

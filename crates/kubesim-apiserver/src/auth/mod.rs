@@ -13,6 +13,7 @@ pub mod authn;
 mod current;
 pub mod impersonate;
 pub mod node;
+mod node_restriction;
 pub mod rbac;
 
 use std::collections::BTreeMap;

@@ -18,7 +18,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
-use kubesim_core::{meta, ApiError, ResourceInfo};
+use kubesim_core::meta;
 use serde_json::Value;
 
 use super::rbac::Rule;
@@ -85,7 +85,7 @@ fn node_rules() -> &'static [Rule] {
 
 /// What a pod bound to the node may lead the node to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Secret,
     ConfigMap,
     Claim,
@@ -286,10 +286,25 @@ impl Server {
                     crate::service::attrs::lookup(&rec.attrs, false, "spec.nodeName") == Some(node)
                 });
         }
-        let Ok(snap) = self.store.snapshot(&pods.storage_key(), None) else {
-            return false;
+        let direct = self
+            .node_pods(node, Some(ns))
+            .iter()
+            .any(|pod| pod_uses(pod, kind, name));
+        direct || (kind == Kind::Secret && self.volume_secret(node, ns, name))
+    }
+
+    /// The pods bound to `node`, in namespace `ns` or in all, decoded
+    /// (the others are passed over on their indexed bound node).
+    fn node_pods(&self, node: &str, ns: Option<&str>) -> Vec<Value> {
+        let Ok(pods) = self.resource("", "v1", "pods") else {
+            return Vec::new();
         };
-        let prefix = crate::service::namespace_prefix(&pods, ns);
+        let Ok(snap) = self.store.snapshot(&pods.storage_key(), None) else {
+            return Vec::new();
+        };
+        let prefix = ns.map_or(String::new(), |ns| {
+            crate::service::namespace_prefix(&pods, ns)
+        });
         snap.items
             .range(std::sync::Arc::<str>::from(prefix.as_str())..)
             .take_while(|(k, _)| k.starts_with(prefix.as_str()))
@@ -297,7 +312,28 @@ impl Server {
                 crate::service::attrs::lookup(&rec.attrs, false, "spec.nodeName") == Some(node)
             })
             .filter_map(|(_, rec)| serde_json::from_slice::<Value>(&rec.bytes).ok())
-            .any(|pod| pod_uses(&pod, kind, name))
+            .collect()
+    }
+
+    /// Whether the Secret `ns`/`name` is one a kubelet reads for a
+    /// volume of a claim that a pod bound to `node` uses (a CSI node
+    /// secret, or another volume source's `secretRef`), as upstream's
+    /// graph follows pod → claim → volume → secret. The pod may be in
+    /// any namespace: a volume's secret names its own.
+    fn volume_secret(&self, node: &str, ns: &str, name: &str) -> bool {
+        self.node_pods(node, None).iter().any(|pod| {
+            let pod_ns = meta::namespace(pod);
+            claims_of(pod).into_iter().any(|claim| {
+                let volume = self
+                    .stored("", "persistentvolumeclaims", pod_ns, &claim)
+                    .and_then(|c| c.pointer("/spec/volumeName")?.as_str().map(str::to_string));
+                volume
+                    .and_then(|v| self.stored("", "persistentvolumes", "", &v))
+                    .is_some_and(|pv| {
+                        volume_secrets(&pv).contains(&(ns.to_string(), name.to_string()))
+                    })
+            })
+        })
     }
 }
 
@@ -372,9 +408,6 @@ fn pod_uses(pod: &Value, kind: Kind, name: &str) -> bool {
     let spec = &pod["spec"];
     let is = |v: &Value| v.as_str() == Some(name);
     let volumes = spec["volumes"].as_array().into_iter().flatten();
-    let containers = ["containers", "initContainers", "ephemeralContainers"]
-        .iter()
-        .flat_map(|k| spec[*k].as_array().into_iter().flatten());
     match kind {
         Kind::ServiceAccount => {
             let sa = spec["serviceAccountName"].as_str().unwrap_or("default");
@@ -401,163 +434,139 @@ fn pod_uses(pod: &Value, kind: Kind, name: &str) -> bool {
                     .flatten()
                     .any(|c| is(&c["resourceClaimName"]))
         }
-        Kind::Secret | Kind::ConfigMap => {
-            let secret = kind == Kind::Secret;
-            let in_volumes = volumes.into_iter().any(|v| {
-                if secret {
-                    is(&v["secret"]["secretName"])
-                        || v.as_object().is_some_and(|o| {
-                            o.values().any(|src| {
-                                is(&src["secretRef"]["name"])
-                                    || is(&src["nodePublishSecretRef"]["name"])
-                            })
-                        })
-                        || projected(v, "secret", name)
-                } else {
-                    is(&v["configMap"]["name"]) || projected(v, "configMap", name)
-                }
-            });
-            let pull = secret
-                && spec["imagePullSecrets"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|s| is(&s["name"]));
-            let (key_ref, from_ref) = if secret {
-                ("secretKeyRef", "secretRef")
-            } else {
-                ("configMapKeyRef", "configMapRef")
-            };
-            let in_env = containers.into_iter().any(|c| {
-                c["env"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|e| is(&e["valueFrom"][key_ref]["name"]))
-                    || c["envFrom"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|e| is(&e[from_ref]["name"]))
-            });
-            in_volumes || pull || in_env
-        }
+        Kind::Secret | Kind::ConfigMap => secret_or_config_map(pod, kind == Kind::Secret, &is),
         Kind::Pod => meta::name(pod) == name,
     }
 }
 
 /// Whether a projected volume `v` has a `source` (`secret`, `configMap`)
 /// named `name`.
-fn projected(v: &Value, source: &str, name: &str) -> bool {
+fn projected(v: &Value, source: &str, is: &dyn Fn(&Value) -> bool) -> bool {
     v["projected"]["sources"]
         .as_array()
         .into_iter()
         .flatten()
-        .any(|s| s[source]["name"].as_str() == Some(name))
+        .any(|s| is(&s[source]["name"]))
 }
 
-/// NodeRestriction's 403: the request's object, and why.
-fn restricted(resource: &ResourceInfo, name: &str, why: String) -> ApiError {
-    ApiError::forbidden(&resource.plural, &resource.group, name, &why)
+/// Whether `pod` names a Secret (`secret`) or a ConfigMap for which `is`
+/// holds, anywhere a kubelet would read one: volumes, projections, CSI
+/// and other volume secret references, image pull secrets, environment.
+fn secret_or_config_map(pod: &Value, secret: bool, is: &dyn Fn(&Value) -> bool) -> bool {
+    let spec = &pod["spec"];
+    let volumes = spec["volumes"].as_array().into_iter().flatten();
+    let containers = ["containers", "initContainers", "ephemeralContainers"]
+        .iter()
+        .flat_map(|k| spec[*k].as_array().into_iter().flatten());
+    let in_volumes = volumes.into_iter().any(|v| {
+        if secret {
+            is(&v["secret"]["secretName"])
+                || v.as_object().is_some_and(|o| {
+                    o.values().any(|src| {
+                        is(&src["secretRef"]["name"]) || is(&src["nodePublishSecretRef"]["name"])
+                    })
+                })
+                || projected(v, "secret", is)
+        } else {
+            is(&v["configMap"]["name"]) || projected(v, "configMap", is)
+        }
+    });
+    let pull = secret
+        && spec["imagePullSecrets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| is(&s["name"]));
+    let (key_ref, from_ref) = if secret {
+        ("secretKeyRef", "secretRef")
+    } else {
+        ("configMapKeyRef", "configMapRef")
+    };
+    let in_env = containers.into_iter().any(|c| {
+        c["env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| is(&e["valueFrom"][key_ref]["name"]))
+            || c["envFrom"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|e| is(&e[from_ref]["name"]))
+    });
+    in_volumes || pull || in_env
 }
 
-impl Server {
-    /// NodeRestriction: a node may change only its own Node, its own
-    /// Lease and CSINode, the status of pods bound to it, and mirror pods
-    /// bound to it. `old` is the stored object of an update or delete;
-    /// `obj` the object written (None for a delete).
-    pub(crate) fn node_restriction(
-        &self,
-        resource: &ResourceInfo,
-        subresource: &str,
-        obj: Option<&Value>,
-        old: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        if !self.node_authorizer_enabled() {
-            return Ok(());
+/// The claims a pod's volumes use: named ones, and those of its generic
+/// ephemeral volumes (`<pod>-<volume>`).
+fn claims_of(pod: &Value) -> Vec<String> {
+    let volumes = pod["spec"]["volumes"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    volumes
+        .iter()
+        .filter_map(|v| match v["persistentVolumeClaim"]["claimName"].as_str() {
+            Some(c) => Some(c.to_string()),
+            None if v["ephemeral"].is_object() => Some(format!(
+                "{}-{}",
+                meta::name(pod),
+                v["name"].as_str().unwrap_or_default()
+            )),
+            None => None,
+        })
+        .collect()
+}
+
+/// The Secrets (namespace, name) a kubelet reads to mount a volume:
+/// a CSI volume's node-side secrets, and the `secretRef` of the other
+/// sources that have one, and azureFile's secret (their namespace
+/// defaulting to the claim's). The controller-side CSI secrets are
+/// not the kubelet's and not listed.
+fn volume_secrets(pv: &Value) -> Vec<(String, String)> {
+    let spec = pv["spec"].as_object();
+    let claim_ns = pv
+        .pointer("/spec/claimRef/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut out = Vec::new();
+    let mut add = |r: &Value, default_ns: &str| {
+        if let Some(name) = r["name"].as_str().filter(|n| !n.is_empty()) {
+            let ns = r["namespace"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(default_ns);
+            out.push((ns.to_string(), name.to_string()));
         }
-        let Some(auth) = super::current() else {
-            return Ok(());
-        };
-        if !auth.enforce {
-            return Ok(());
-        }
-        let Some(node) = node_of(&auth.user) else {
-            return Ok(());
-        };
-        let name = obj.or(old).map(meta::name).unwrap_or_default();
-        let deny = |why: String| Err(restricted(resource, name, why));
-        if node.is_empty() {
-            return deny(format!(
-                "could not determine node from user {:?}",
-                auth.user.name
-            ));
-        }
-        let bound = |p: &Value| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node);
-        match (resource.group.as_str(), resource.plural.as_str(), subresource) {
-            ("", "pods", "") => match (obj, old) {
-                (Some(pod), None) => {
-                    let mirror = pod
-                        .pointer("/metadata/annotations")
-                        .and_then(|a| a.get(MIRROR_POD_ANNOTATION))
-                        .is_some();
-                    if !mirror {
-                        return deny(format!("pod does not have {MIRROR_POD_ANNOTATION:?} annotation, node {node:?} can only create mirror pods"));
-                    }
-                    if !bound(pod) {
-                        return deny(format!(
-                            "node {node:?} can only create pods with spec.nodeName set to itself"
-                        ));
-                    }
-                    let service_account = pod
-                        .pointer("/spec/serviceAccountName")
-                        .and_then(Value::as_str)
-                        .is_some_and(|s| !s.is_empty());
-                    if service_account {
-                        return deny(format!(
-                            "node {node:?} can not create pods that reference a service account"
-                        ));
-                    }
-                    Ok(())
+    };
+    for (source, v) in spec.into_iter().flatten() {
+        match source.as_str() {
+            "csi" => {
+                for f in [
+                    "nodePublishSecretRef",
+                    "nodeStageSecretRef",
+                    "nodeExpandSecretRef",
+                ] {
+                    add(&v[f], "");
                 }
-                (None, Some(pod)) if !bound(pod) => deny(format!(
-                    "node {node:?} can only delete pods with spec.nodeName set to itself"
-                )),
-                (None, Some(_)) => Ok(()),
-                _ => deny(format!(
-                    "unexpected operation \"UPDATE\", node {node:?} can only create and delete mirror pods"
-                )),
-            },
-            ("", "pods", "status") => match old {
-                Some(pod) if !bound(pod) => deny(format!(
-                    "node {node:?} can only update pod status for pods with spec.nodeName set to itself"
-                )),
-                Some(pod) if obj.is_some_and(|o| o["metadata"]["labels"] != pod["metadata"]["labels"]) => {
-                    deny(format!("node {node:?} cannot update labels through pod status"))
-                }
-                _ => Ok(()),
-            },
-            ("", "nodes", _) => {
-                if name != node {
-                    return deny(format!("node {node:?} is not allowed to modify node {name:?}"));
-                }
-                if let (Some(new), Some(old)) = (obj, old) {
-                    let taints = |n: &Value| n.pointer("/spec/taints").cloned().filter(|t| t.as_array().is_some_and(|a| !a.is_empty()));
-                    if taints(new) != taints(old) {
-                        return deny(format!("node {node:?} is not allowed to modify taints"));
-                    }
-                }
-                Ok(())
             }
-            ("coordination.k8s.io", "leases", _) if name != node => deny(
-                "can only access node lease with the same name as the requesting node".to_string(),
-            ),
-            ("storage.k8s.io", "csinodes", _) if name != node => deny(
-                "can only access CSINode with the same name as the requesting node".to_string(),
-            ),
-            _ => Ok(()),
+            "azureFile" => {
+                let r =
+                    serde_json::json!({"name": v["secretName"], "namespace": v["secretNamespace"]});
+                add(&r, claim_ns);
+            }
+            _ if v.get("secretRef").is_some() => add(&v["secretRef"], claim_ns),
+            _ => {}
         }
     }
+    out
+}
+
+/// Whether `pod` names any object of `kind` (a Secret or a ConfigMap):
+/// NodeRestriction refuses mirror pods that do.
+pub(super) fn pod_refers_to_any(pod: &Value, kind: Kind) -> bool {
+    let named = |v: &Value| v.as_str().is_some_and(|s| !s.is_empty());
+    matches!(kind, Kind::Secret | Kind::ConfigMap)
+        && secret_or_config_map(pod, kind == Kind::Secret, &named)
 }
 
 #[cfg(test)]
@@ -613,6 +622,34 @@ mod tests {
         assert!(pod_uses(&pod, Kind::Claim, "p-e"));
         assert!(pod_uses(&pod, Kind::ServiceAccount, "runner"));
         assert!(!pod_uses(&pod, Kind::ServiceAccount, "default"));
+    }
+
+    #[test]
+    fn volumes_name_the_secrets_a_kubelet_mounts_them_with() {
+        let pv = serde_json::json!({"spec": {
+            "claimRef": {"namespace": "apps", "name": "data"},
+            "csi": {"driver": "d", "volumeHandle": "h",
+                "nodePublishSecretRef": {"namespace": "storage", "name": "publish"},
+                "nodeStageSecretRef": {"namespace": "storage", "name": "stage"},
+                "controllerPublishSecretRef": {"namespace": "storage", "name": "controller"}}}});
+        let got = volume_secrets(&pv);
+        let want = [("storage", "publish"), ("storage", "stage")];
+        assert_eq!(got.len(), 2, "{got:?}");
+        for (ns, name) in want {
+            assert!(got.contains(&(ns.into(), name.into())), "{got:?}");
+        }
+        let rbd = serde_json::json!({"spec": {"claimRef": {"namespace": "apps"},
+            "rbd": {"monitors": ["m"], "image": "i", "secretRef": {"name": "ceph"}}}});
+        assert_eq!(
+            volume_secrets(&rbd),
+            [("apps".to_string(), "ceph".to_string())]
+        );
+        let azure = serde_json::json!({"spec": {"claimRef": {"namespace": "apps"},
+            "azureFile": {"secretName": "az", "shareName": "s"}}});
+        assert_eq!(
+            volume_secrets(&azure),
+            [("apps".to_string(), "az".to_string())]
+        );
     }
 
     #[test]

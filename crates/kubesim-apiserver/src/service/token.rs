@@ -88,6 +88,7 @@ impl Server {
 
         let sar = self.resource("", "v1", "serviceaccounts")?;
         let sa = self.get(&sar, ns, name)?;
+        self.node_token_restriction(&sar, ns, name, body)?;
         let mut k8s = json!({
             "namespace": ns,
             "serviceaccount": {"name": name, "uid": meta::uid(&sa)},

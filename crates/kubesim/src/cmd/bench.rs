@@ -57,6 +57,11 @@ pub struct BenchArgs {
     /// with `--jobs` jobs each, and print a table.
     #[arg(long)]
     pub family: bool,
+    /// `simulate --family`: only the members whose name contains this
+    /// text (`base`, `wide`, `10,000`), each alone in a process giving
+    /// its own peak RSS.
+    #[arg(long, value_name = "TEXT", requires = "family")]
+    pub member: Option<String>,
     /// `simulate`: terminated pods kept before the pod garbage collector
     /// deletes the oldest (0 keeps them all).
     #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]

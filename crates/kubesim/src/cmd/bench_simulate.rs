@@ -165,25 +165,37 @@ fn timed(
 
 fn run_family(args: &BenchArgs) -> anyhow::Result<()> {
     println!("simulate --family: {} jobs per member", args.jobs);
-    println!("| member | nodes | wall s | CPU s | µs per job | simulated days | utilisation |");
-    println!("|---|---|---|---|---|---|---|");
-    for m in family(args.jobs) {
+    println!("| member | nodes | wall s | CPU s | µs per job | simulated days | utilisation | peak RSS MiB |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let chosen = |m: &Member| args.member.as_deref().is_none_or(|t| m.name.contains(t));
+    for m in family(args.jobs).into_iter().filter(chosen) {
+        // Each member's own peak: the kernel's high-water mark starts
+        // again from the current RSS, which still holds what the
+        // allocator kept from the members before.
+        reset_peak_rss();
         let w = synth::generate(&m.opts).map_err(|e| anyhow::anyhow!(e))?;
         let (jobs, _) = workload::batsim::read(&w.to_string(), "w0", &ReadOptions::default())
             .map_err(|e| anyhow::anyhow!(e))?;
         let (run, secs, cpu) = timed(args, m.nodes, m.node_cpu, "256Gi", jobs)?;
         let s = Summary::of(&run);
         println!(
-            "| {} | {} | {secs:.2} | {cpu:.1} | {:.0} | {:.1} | {:.1} % |",
+            "| {} | {} | {secs:.2} | {cpu:.1} | {:.0} | {:.1} | {:.1} % | {} |",
             m.name,
             m.nodes,
             secs * 1e6 / args.jobs.max(1) as f64,
             run.simulated / 86400.0,
-            s.utilisation * 100.0
+            s.utilisation * 100.0,
+            status_kib("self", "VmHWM:") / 1024
         );
     }
-    println!("peak RSS {} MiB", status_kib("self", "VmHWM:") / 1024);
     Ok(())
+}
+
+/// Starts the process's peak RSS (`VmHWM`) again from its current RSS
+/// (`/proc/self/clear_refs`, Linux 4.0 and later); where that cannot be
+/// written the peak stays the whole process's.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
