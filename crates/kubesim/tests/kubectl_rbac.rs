@@ -616,7 +616,9 @@ fn nodes_reach_only_their_own_objects() {
     // A CSI volume's node secret, in another namespace, through the claim
     // a pod of the node uses and the volume bound to it.
     c.ok(&w("create namespace storage"));
-    c.ok(&w("create secret generic csi-node -n storage --from-literal=k=v"));
+    c.ok(&w(
+        "create secret generic csi-node -n storage --from-literal=k=v",
+    ));
     c.apply(
         r#"{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
