@@ -179,6 +179,14 @@ steps:
     Params:
       action: start
       labelSelector: group = watch-list
+  - Identifier: WaitForRunningJobs
+    Method: WaitForControlledPodsRunning
+    Params:
+      action: start
+      apiVersion: batch/v1
+      kind: Job
+      labelSelector: group = watch-list
+      operationTimeout: 1m
 - name: Start the informer
   phases:
   - namespaceRange:
@@ -192,6 +200,12 @@ steps:
       templateFillMap:
         Duration: 3s
         EnableWatchListFeature: false
+- name: Wait for the informer pod to run
+  measurements:
+  - Identifier: WaitForRunningJobs
+    Method: WaitForControlledPodsRunning
+    Params:
+      action: gather
 - name: Wait for the informer job to finish
   measurements:
   - Identifier: JobLifecycleLatency
