@@ -4,7 +4,7 @@
 //! first finishes), and failed keys come back after an exponential backoff.
 //! Delays run on the [`Clock`], so they jump in simulated time.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -28,7 +28,10 @@ struct State<K> {
     /// when it was added: its wait to be handed out counts from that add,
     /// even while an earlier pass holds it.
     dirty: BTreeMap<K, tokio::time::Instant>,
-    processing: BTreeSet<K>,
+    /// Keys handed out and not yet done, each with when its pass started
+    /// while that pass has not been counted in the work duration (a key
+    /// held back for a cooldown after its pass is no longer work).
+    processing: BTreeMap<K, Option<tokio::time::Instant>>,
     failures: BTreeMap<K, u32>,
     shut_down: bool,
 }
@@ -52,7 +55,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
                 dirty: BTreeMap::new(),
-                processing: BTreeSet::new(),
+                processing: BTreeMap::new(),
                 failures: BTreeMap::new(),
                 shut_down: false,
             }),
@@ -71,7 +74,7 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
         }
         s.dirty.insert(key.clone(), self.clock.instant());
         self.stats.added();
-        if s.processing.contains(&key) {
+        if s.processing.contains_key(&key) {
             return;
         }
         s.queue.push_back(key);
@@ -125,10 +128,11 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
             {
                 let mut s = self.state.lock();
                 if let Some(k) = s.queue.pop_front() {
+                    let now = self.clock.instant();
                     if let Some(added) = s.dirty.remove(&k) {
-                        self.stats.waited(self.clock.instant() - added);
+                        self.stats.waited(now - added);
                     }
-                    s.processing.insert(k.clone());
+                    s.processing.insert(k.clone(), Some(now));
                     let more = !s.queue.is_empty();
                     drop(s);
                     if more {
@@ -144,6 +148,15 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
             }
             notified.await;
         }
+    }
+
+    /// A pass over `key` ended after `took`: counted in the work duration,
+    /// and no longer unfinished work even while the key waits for `done`.
+    fn worked(&self, key: &K, took: Duration) {
+        if let Some(started) = self.state.lock().processing.get_mut(key) {
+            *started = None;
+        }
+        self.stats.worked(took);
     }
 
     pub fn done(&self, key: &K) {
@@ -203,6 +216,16 @@ impl<K: Ord + Clone + Send + Sync + 'static> crate::workqueue_metrics::Observed 
 
     fn stats(&self) -> &crate::workqueue_metrics::QueueStats {
         &self.stats
+    }
+
+    fn running(&self) -> Vec<Duration> {
+        let now = self.clock.instant();
+        let s = self.state.lock();
+        s.processing
+            .values()
+            .flatten()
+            .map(|started| now - *started)
+            .collect()
     }
 }
 
@@ -268,7 +291,7 @@ pub async fn run_workers<K, F, Fut>(
             // of one. In simulated time passes take no time, so nothing
             // waits.
             let took = queue.clock.instant() - started;
-            queue.stats.worked(took);
+            queue.worked(&key, took);
             queue.done_after(&key, took.saturating_mul(COOLDOWN).min(MAX_COOLDOWN));
         }
     };

@@ -1,11 +1,21 @@
 //! The controllers' work queue metrics under client-go's names, by queue
 //! name: `workqueue_adds_total`, `workqueue_depth`,
-//! `workqueue_retries_total`, `workqueue_queue_duration_seconds` and
-//! `workqueue_work_duration_seconds`, for the process's `/metrics`.
+//! `workqueue_retries_total`, `workqueue_queue_duration_seconds`,
+//! `workqueue_work_duration_seconds`, `workqueue_unfinished_work_seconds`
+//! and `workqueue_longest_running_processor_seconds`, for the process's
+//! `/metrics`.
 //!
 //! Queues register when their workers start ([`crate::run_workers`]) and
 //! drop out when they are dropped; queues of the same name in one process
-//! are summed, as one series each.
+//! are summed, as one series each (the longest running pass is the longest
+//! of any of them).
+//!
+//! The two unfinished-work gauges are client-go's: over the keys whose
+//! pass has started and not yet been counted in the work duration, the sum
+//! of how long each has run, and the longest. A worker stuck in a pass
+//! shows as a value that keeps growing. client-go samples them every half
+//! second; here they are computed when `/metrics` is read, on each
+//! queue's own clock.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -53,6 +63,8 @@ impl QueueStats {
 pub(crate) trait Observed: Send + Sync {
     fn depth(&self) -> usize;
     fn stats(&self) -> &QueueStats;
+    /// How long each pass not yet counted in the work duration has run.
+    fn running(&self) -> Vec<Duration>;
 }
 
 static QUEUES: Mutex<Vec<(String, Weak<dyn Observed>)>> = Mutex::new(Vec::new());
@@ -71,6 +83,8 @@ struct Sums {
     depth: usize,
     queue: Histogram,
     work: Histogram,
+    unfinished: Duration,
+    longest: Duration,
 }
 
 /// Appends the series of every live queue in Prometheus' text format.
@@ -85,6 +99,10 @@ pub fn render(out: &mut String) {
         s.depth += q.depth();
         s.queue.merge(&stats.queue.lock());
         s.work.merge(&stats.work.lock());
+        for ran in q.running() {
+            s.unfinished += ran;
+            s.longest = s.longest.max(ran);
+        }
     }
     out.push_str("# HELP workqueue_adds_total Total number of adds handled by workqueue\n# TYPE workqueue_adds_total counter\n");
     for (name, s) in &by_name {
@@ -120,6 +138,22 @@ pub fn render(out: &mut String) {
             "workqueue_work_duration_seconds",
             &format!("name=\"{name}\""),
             &BUCKETS,
+        );
+    }
+    out.push_str("# HELP workqueue_unfinished_work_seconds Seconds the passes in progress have run so far, summed; not yet in workqueue_work_duration_seconds. A value that keeps growing means a stuck worker.\n# TYPE workqueue_unfinished_work_seconds gauge\n");
+    for (name, s) in &by_name {
+        let _ = writeln!(
+            out,
+            "workqueue_unfinished_work_seconds{{name=\"{name}\"}} {}",
+            s.unfinished.as_secs_f64()
+        );
+    }
+    out.push_str("# HELP workqueue_longest_running_processor_seconds Seconds the longest pass in progress has run so far.\n# TYPE workqueue_longest_running_processor_seconds gauge\n");
+    for (name, s) in &by_name {
+        let _ = writeln!(
+            out,
+            "workqueue_longest_running_processor_seconds{{name=\"{name}\"}} {}",
+            s.longest.as_secs_f64()
         );
     }
 }
@@ -189,6 +223,111 @@ mod tests {
             .unwrap();
         assert!((sum - 2.03).abs() < 1e-9, "{out}");
         drop(observed);
+    }
+
+    /// The value of the series `metric{name="name"}`.
+    fn gauge(out: &str, metric: &str, name: &str) -> f64 {
+        let prefix = format!("{metric}{{name=\"{name}\"}} ");
+        out.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {prefix}in {out}"))
+            .parse()
+            .unwrap()
+    }
+
+    /// (unfinished work, longest running processor) of `name`, in seconds.
+    fn unfinished(name: &str) -> (f64, f64) {
+        let mut out = String::new();
+        render(&mut out);
+        (
+            gauge(&out, "workqueue_unfinished_work_seconds", name),
+            gauge(&out, "workqueue_longest_running_processor_seconds", name),
+        )
+    }
+
+    fn near(got: (f64, f64), want: (f64, f64)) -> bool {
+        (got.0 - want.0).abs() < 1e-9 && (got.1 - want.1).abs() < 1e-9
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unfinished_work_sums_the_passes_in_progress_and_longest_is_the_oldest() {
+        let clock = Clock::simulated(Default::default());
+        let q: Arc<WorkQueue<u32>> = WorkQueue::new(clock.clone());
+        let observed: Arc<dyn Observed> = q.clone();
+        register("unfinished-test", Arc::downgrade(&observed));
+        let mut out = String::new();
+        render(&mut out);
+        assert!(
+            out.contains("# TYPE workqueue_unfinished_work_seconds gauge\n")
+                && out.contains("# TYPE workqueue_longest_running_processor_seconds gauge\n"),
+            "{out}"
+        );
+        assert!(near(unfinished("unfinished-test"), (0.0, 0.0)));
+        q.add(1);
+        q.add(2);
+        // Waiting in the queue is not work.
+        clock.sleep(Duration::from_secs(5)).await;
+        assert!(near(unfinished("unfinished-test"), (0.0, 0.0)));
+        let one = q.next().await.unwrap();
+        clock.sleep(Duration::from_secs(2)).await;
+        let two = q.next().await.unwrap();
+        clock.sleep(Duration::from_millis(1500)).await;
+        // 3.5 s of the first pass and 1.5 s of the second.
+        let got = unfinished("unfinished-test");
+        assert!(near(got, (5.0, 3.5)), "{got:?}");
+        q.done(&one);
+        let got = unfinished("unfinished-test");
+        assert!(near(got, (1.5, 1.5)), "{got:?}");
+        q.done(&two);
+        assert!(near(unfinished("unfinished-test"), (0.0, 0.0)));
+        drop(observed);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pass_counted_in_work_duration_is_no_longer_unfinished_during_its_cooldown() {
+        let clock = Clock::simulated(Default::default());
+        let q: Arc<WorkQueue<u32>> = WorkQueue::new(clock.clone());
+        let c = clock.clone();
+        // Each pass takes 100 ms on the clock.
+        let workers = tokio::spawn(crate::run_workers(
+            q.clone(),
+            1,
+            "cooldown-test",
+            move |_k| {
+                let c = c.clone();
+                async move {
+                    c.sleep(Duration::from_millis(100)).await;
+                    Ok(None)
+                }
+            },
+        ));
+        tokio::task::yield_now().await;
+        q.add(1);
+        clock.sleep(Duration::from_millis(40)).await;
+        let got = unfinished("cooldown-test");
+        assert!(near(got, (0.04, 0.04)), "{got:?}");
+        // Added during its pass: after the pass it waits three times the
+        // pass's length before the next, still held by the worker.
+        q.add(1);
+        clock.sleep(Duration::from_millis(160)).await;
+        let mut out = String::new();
+        render(&mut out);
+        assert_eq!(
+            gauge(
+                &out,
+                "workqueue_work_duration_seconds_count",
+                "cooldown-test"
+            ),
+            1.0,
+            "{out}"
+        );
+        assert!(near(unfinished("cooldown-test"), (0.0, 0.0)), "{out}");
+        // The next pass starts when the 300 ms cooldown ends, at 400 ms.
+        clock.sleep(Duration::from_millis(250)).await;
+        let got = unfinished("cooldown-test");
+        assert!(near(got, (0.05, 0.05)), "{got:?}");
+        workers.abort();
+        let _ = workers.await;
     }
 
     #[tokio::test(start_paused = true)]

@@ -141,6 +141,8 @@ fn scheduler_series_are_on_metrics() {
     );
     assert!(metrics.contains("workqueue_work_duration_seconds_count{name=\""));
     assert!(metrics.contains("workqueue_queue_duration_seconds_count{name=\""));
+    assert!(metrics.contains("workqueue_unfinished_work_seconds{name=\""));
+    assert!(metrics.contains("workqueue_longest_running_processor_seconds{name=\""));
 }
 
 #[test]

@@ -149,3 +149,107 @@ fn load_runs_to_the_end_with_skipped_probes_and_derived_network_programming() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn watch_list_informer_job_finishes_after_its_timeout() {
+    // watch-list's config fixes 80,000 pods and a 5 minute informer run;
+    // its unmodified job.yaml here runs in a config of its own for 3 s.
+    let dir = scratch("watch-list-job");
+    std::fs::copy(testdata("watch-list/job.yaml"), dir.join("job.yaml")).unwrap();
+    let config = dir.join("config.yaml");
+    std::fs::write(
+        &config,
+        r#"name: informer-job
+namespace:
+  number: 1
+tuningSets:
+- name: Uniform
+  qpsLoad:
+    qps: 10
+steps:
+- name: Start waiting
+  measurements:
+  - Identifier: WaitForFinishedJobs
+    Method: WaitForFinishedJobs
+    Params:
+      action: start
+      labelSelector: group = watch-list
+  - Identifier: JobLifecycleLatency
+    Method: JobLifecycleLatency
+    Params:
+      action: start
+      labelSelector: group = watch-list
+  - Identifier: WaitForRunningJobs
+    Method: WaitForControlledPodsRunning
+    Params:
+      action: start
+      apiVersion: batch/v1
+      kind: Job
+      labelSelector: group = watch-list
+      operationTimeout: 1m
+- name: Start the informer
+  phases:
+  - namespaceRange:
+      min: 1
+      max: 1
+    replicasPerNamespace: 1
+    tuningSet: Uniform
+    objectBundle:
+    - basename: watch-list
+      objectTemplatePath: job.yaml
+      templateFillMap:
+        Duration: 3s
+        EnableWatchListFeature: false
+- name: Wait for the informer pod to run
+  measurements:
+  - Identifier: WaitForRunningJobs
+    Method: WaitForControlledPodsRunning
+    Params:
+      action: gather
+- name: Wait for the informer job to finish
+  measurements:
+  - Identifier: JobLifecycleLatency
+    Method: JobLifecycleLatency
+    Params:
+      action: gather
+      timeout: 1m
+  - Identifier: WaitForFinishedJobs
+    Method: WaitForFinishedJobs
+    Params:
+      action: gather
+      timeout: 1m
+"#,
+    )
+    .unwrap();
+    let o = common::load::load(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--nodes",
+            "2",
+            "--report-dir",
+            dir.join("report").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains(" 0 failure(s)"), "{stdout}");
+    // It ran its 3 s, not finished at once as the default Stages would
+    // (Job times have one-second precision).
+    let v = json_file(
+        &dir.join("report"),
+        "JobLifecycleLatency_JobLifecycleLatency_informer-job_",
+    );
+    let run = v["dataItems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["labels"]["Metric"] == "start_to_complete")
+        .unwrap_or_else(|| panic!("{v}"));
+    let p50 = run["data"]["Perc50"].as_f64().unwrap();
+    assert!((3000.0..=5000.0).contains(&p50), "{v}");
+    let junit = std::fs::read_to_string(dir.join("report/junit.xml")).unwrap();
+    assert!(junit.contains(r#"failures="0""#), "{junit}");
+    std::fs::remove_dir_all(&dir).ok();
+}
