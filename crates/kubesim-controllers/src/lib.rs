@@ -29,6 +29,7 @@ pub mod ownership;
 pub mod pdb;
 pub mod pod_facts;
 pub mod podgc;
+pub mod podgroup;
 pub mod pods;
 pub mod replica_kind;
 pub mod replicaset;
@@ -210,6 +211,7 @@ pub async fn run_as(
     let deployments = deployment::DeploymentController::new(ctx_as("deployment-controller"));
     let statefulsets = statefulset::StatefulSetController::new(ctx_as("statefulset-controller"));
     let daemonsets = daemonset::DaemonSetController::new(ctx_as("daemon-set-controller"));
+    let podgroups = podgroup::PodGroupController::new(ctx_as(podgroup::ACCOUNT));
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together. Each loop runs under the upstream
     // controller whose work it does.
@@ -281,6 +283,9 @@ pub async fn run_as(
         gated(on("deployment-controller"), deployments.run()),
         gated(on("statefulset-controller"), statefulsets.run()),
         gated(on("daemonset-controller"), daemonsets.run()),
+        // scheduler-plugins' controller, not kube-controller-manager's:
+        // idle until the PodGroup kind is defined.
+        gated(on(podgroup::CONTROLLER), podgroups.run()),
     );
 }
 

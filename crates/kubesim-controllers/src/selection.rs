@@ -159,10 +159,19 @@ const UPSTREAM: &[(&str, Option<&str>, bool)] = &[
     ("selinux-warning-controller", None, false),
 ];
 
+/// Loops kubesim runs beside kube-controller-manager's that upstream
+/// runs in another program: scheduler-plugins' PodGroup controller (its
+/// controller manager has no such flag, so the name is kubesim's). Off
+/// with `none` or `-podgroup-controller`, for a real one to take over.
+const OTHERS: &[(&str, Option<&str>, bool)] = &[("podgroup-controller", None, true)];
+
+fn known() -> impl Iterator<Item = &'static (&'static str, Option<&'static str>, bool)> {
+    UPSTREAM.iter().chain(OTHERS)
+}
+
 /// The canonical name of `name` (itself, or what its alias stands for).
 fn canonical(name: &str) -> Option<&'static str> {
-    UPSTREAM
-        .iter()
+    known()
         .find(|(n, alias, _)| *n == name || *alias == Some(name))
         .map(|(n, _, _)| *n)
 }
@@ -241,15 +250,12 @@ impl Controllers {
         if self.on.contains(name) {
             return true;
         }
-        self.star
-            && UPSTREAM
-                .iter()
-                .any(|(n, _, default_on)| *n == name && *default_on)
+        self.star && known().any(|(n, _, default_on)| *n == name && *default_on)
     }
 
     /// Whether nothing runs.
     pub fn is_none(&self) -> bool {
-        UPSTREAM.iter().all(|(n, _, _)| !self.enabled(n))
+        known().all(|(n, _, _)| !self.enabled(n))
     }
 }
 

@@ -86,7 +86,11 @@ fn pod_groups_bind_all_together_or_wait() {
     let mut placed: Vec<String> = ["a", "b", "c"].iter().map(|p| node_of(&c, p)).collect();
     placed.sort();
     assert_eq!(placed, ["worker-1", "worker-2", "worker-3"]);
-
+    // scheduler-plugins' PodGroup controller fills in the status. These
+    // nodes have no kubelet, so the bound pods do not run: Scheduling.
+    c.until(&["get", "pg", "trio", "-o", "jsonpath={.status}"], |s| {
+        s == r#"{"phase":"Scheduling"}"#
+    });
     // A pair that cannot fit (1 cpu is left per node): neither binds.
     // (Names that YAML would read as booleans, such as y, are avoided.)
     c.apply(
@@ -105,6 +109,38 @@ fn pod_groups_bind_all_together_or_wait() {
         });
         assert_eq!(node_of(&c, p), "");
     }
+    // Enough members, none bound: scheduling, nothing running.
+    c.until(&["get", "pg", "pair", "-o", "jsonpath={.status}"], |s| {
+        s == r#"{"phase":"Scheduling"}"#
+    });
+    // Playing the trio's kubelet (last, as a failed pod frees its node):
+    // all three run, then one fails.
+    let phase = |pod: &str, phase: &str| {
+        let patch = format!(r#"{{"status":{{"phase":"{phase}"}}}}"#);
+        c.ok(&[
+            "patch",
+            pod,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch,
+        ]);
+    };
+    for p in ["pod/a", "pod/b", "pod/c"] {
+        phase(p, "Running");
+    }
+    c.until(&["get", "pg", "trio", "-o", "yaml"], |y| {
+        y.contains("phase: Running") && y.contains("running: 3")
+    });
+    phase("pod/a", "Failed");
+    let failed = c.until(&["get", "pg", "trio", "-o", "yaml"], |y| {
+        y.contains("phase: Failed")
+    });
+    assert!(
+        failed.contains("running: 2") && failed.contains("failed: 1"),
+        "{failed}"
+    );
+
     let groups = c.names(&["get", "pg"]);
     assert_eq!(groups, ["pair", "trio"]);
     let _ = std::fs::remove_dir_all(&dir);

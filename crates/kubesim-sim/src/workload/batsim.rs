@@ -112,11 +112,10 @@ pub fn read(
         let (cpu, hosts) = match sized("cpu") {
             Some(v) => (cpu_millis(v).map_err(|e| format!("job {id}: cpu: {e}"))?, 1),
             None => {
+                // Batsim's resources are hosts: a job too large for one
+                // runs on `res` of them.
                 let all = opts.cpu_per_resource_millis.saturating_mul(j.res as u64);
-                match opts.host_cpu_millis {
-                    Some(host) if j.res > 1 && all > host => (host, j.res),
-                    _ => (all, 1),
-                }
+                super::spread(all, opts.host_cpu_millis, |_| j.res)
             }
         };
         let memory = match sized("memory") {

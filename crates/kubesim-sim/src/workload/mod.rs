@@ -28,7 +28,7 @@ pub struct ReadOptions {
     /// their work over it.
     pub host_speed: Option<f64>,
     /// The cpu, in millicores, that every compute host of the platform
-    /// has, if they share one: a Batsim job needing more than one host's
+    /// has, if they share one: a Batsim or SWF job needing more than one host's
     /// worth runs as one pod per host, scheduled together.
     pub host_cpu_millis: Option<u64>,
     /// The links of the one `<cluster>` every compute host belongs to, if
@@ -47,6 +47,21 @@ impl Default for ReadOptions {
             host_cpu_millis: None,
             network: None,
         }
+    }
+}
+
+/// The pods of a job needing `all` millicores in all: one pod asking for
+/// `all`, or, when that is more than `host` (the cpu every node has, if
+/// they share one) and the job may span hosts, `hosts(host)` pods asking
+/// for a whole host each, which the engine runs as one PodGroup.
+/// Returns (cpu per pod, pods).
+pub(crate) fn spread(all: u64, host: Option<u64>, hosts: impl FnOnce(u64) -> u32) -> (u64, u32) {
+    match host {
+        Some(host) if host > 0 && all > host => match hosts(host) {
+            n if n > 1 => (host, n),
+            _ => (all, 1),
+        },
+        _ => (all, 1),
     }
 }
 

@@ -86,6 +86,12 @@ pub fn read(
         }
         let start = *first_submit.get_or_insert(submit);
         let walltime = field(&f, 8).filter(|w| *w > 0.0);
+        // SWF counts processors, not hosts: a job needing more cpu than
+        // one node has runs on as few whole nodes as hold its processors.
+        let all = ((procs * opts.cpu_per_resource_millis as f64).round() as u64).max(1);
+        let (cpu_millis, hosts) = super::spread(all, opts.host_cpu_millis, |host| {
+            u32::try_from(all.div_ceil(host)).unwrap_or(u32::MAX)
+        });
         jobs.push(SimJob {
             id,
             workload: workload.to_string(),
@@ -95,8 +101,8 @@ pub fn read(
             res: procs.ceil().max(1.0) as u32,
             walltime,
             run_time: run,
-            hosts: 1,
-            cpu_millis: ((procs * opts.cpu_per_resource_millis as f64).round() as u64).max(1),
+            hosts,
+            cpu_millis,
             memory_bytes: opts.memory_per_job_bytes,
             scheduler: None,
             manifest: None,
@@ -160,6 +166,31 @@ mod tests {
         let both = TRACE.replace("; MaxProcs: 100", "; MaxNodes: 25\n; MaxProcs: 100");
         let (jobs, _) = read(&both, "w0", &o).unwrap();
         assert_eq!(jobs[1].cpu_millis, 5000);
+    }
+
+    #[test]
+    fn jobs_larger_than_a_node_span_whole_nodes() {
+        // Job 1 asks for 4 processors, job 3 for 50.
+        let on = |host: Option<u64>, cpu: u64| {
+            let o = ReadOptions {
+                host_cpu_millis: host,
+                cpu_per_resource_millis: cpu,
+                ..Default::default()
+            };
+            let (jobs, _) = read(TRACE, "w0", &o).unwrap();
+            jobs.iter()
+                .map(|j| (j.res, j.hosts, j.cpu_millis))
+                .collect::<Vec<_>>()
+        };
+        // Nodes of 16 cores: both fit on one; of 4: one node, and 13.
+        assert_eq!(on(Some(16_000), 1000), [(4, 1, 4000), (50, 4, 16_000)]);
+        assert_eq!(on(Some(4000), 1000), [(4, 1, 4000), (50, 13, 4000)]);
+        // Nodes of one core: one node per processor.
+        assert_eq!(on(Some(1000), 1000), [(4, 4, 1000), (50, 50, 1000)]);
+        // Half a core per processor on 2-core nodes: 2 and 25 cores.
+        assert_eq!(on(Some(2000), 500), [(4, 1, 2000), (50, 13, 2000)]);
+        // Nodes of different sizes: one pod, as before.
+        assert_eq!(on(None, 1000), [(4, 1, 4000), (50, 1, 50_000)]);
     }
 
     #[test]

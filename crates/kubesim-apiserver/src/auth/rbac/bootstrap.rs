@@ -32,8 +32,14 @@ pub fn emulator_user() -> crate::auth::UserInfo {
     crate::auth::authn::service_account_user(CONTROLLER_NAMESPACE, EMULATOR_ACCOUNT, "")
 }
 
+/// The ServiceAccount the in-process PodGroup controller acts as, in
+/// [`CONTROLLER_NAMESPACE`], bound to scheduler-plugins' ClusterRole of the
+/// same name.
+pub const PODGROUP_CONTROLLER_ACCOUNT: &str = "scheduler-plugins-controller";
+
 /// The ServiceAccounts in [`CONTROLLER_NAMESPACE`] that the built-in
-/// components act as: one per controller role, and the emulator's.
+/// components act as: one per controller role, the emulator's and the
+/// PodGroup controller's.
 pub fn service_accounts() -> Vec<String> {
     let policy: Value = serde_saphyr::from_str(POLICY).expect("policy.yaml parses");
     policy["controllerRoles"]
@@ -41,7 +47,10 @@ pub fn service_accounts() -> Vec<String> {
         .into_iter()
         .flatten()
         .filter_map(|e| e["name"].as_str().map(str::to_string))
-        .chain([EMULATOR_ACCOUNT.to_string()])
+        .chain([
+            EMULATOR_ACCOUNT.to_string(),
+            PODGROUP_CONTROLLER_ACCOUNT.to_string(),
+        ])
         .collect()
 }
 
@@ -303,5 +312,17 @@ mod tests {
         let accounts = service_accounts();
         assert!(accounts.iter().any(|a| a == EMULATOR_ACCOUNT));
         assert!(accounts.iter().any(|a| a == "replicaset-controller"));
+        assert!(accounts.iter().any(|a| a == PODGROUP_CONTROLLER_ACCOUNT));
+        let pg = &objs
+            .iter()
+            .find(|(p, o)| {
+                *p == "clusterrolebindings" && o["metadata"]["name"] == PODGROUP_CONTROLLER_ACCOUNT
+            })
+            .expect("the PodGroup controller's binding")
+            .1;
+        assert_eq!(
+            pg["subjects"],
+            json!([{"kind": "ServiceAccount", "name": PODGROUP_CONTROLLER_ACCOUNT, "namespace": CONTROLLER_NAMESPACE}])
+        );
     }
 }

@@ -1,0 +1,220 @@
+//! The PodGroup controller of kubernetes-sigs' scheduler-plugins: keeps a
+//! PodGroup's `status` (phase, `running`, `succeeded`, `failed`,
+//! `occupiedBy`) in step with its pods, those of its namespace labelled
+//! `scheduling.x-k8s.io/pod-group: <name>`.
+//!
+//! Upstream runs it in scheduler-plugins' own controller manager, not in
+//! kube-controller-manager; here it runs with the other loops, as the
+//! ServiceAccount `scheduler-plugins-controller` with upstream's rights,
+//! and only once the PodGroup CRD exists (it waits for the definition, so
+//! that no informer polls a kind that is not served).
+//!
+//! The rules ([`status::next`]) are upstream's. Upstream takes one step
+//! per reconcile and its own status write triggers the next one; kubesim
+//! takes the steps until nothing changes and writes once, so a client
+//! sees the state upstream settles on without the intermediate writes
+//! (for example `Pending`, then `Scheduling`, a watch event apart).
+
+pub mod status;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use kubesim_core::{meta, ApiError};
+use kubesim_runtime::{
+    run_workers, Change, ObjectKey, Requeue, ResourceRef, WorkQueue, WriteOptions,
+};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::Context;
+
+/// Its name in `--controllers` (kubesim's: upstream's controller manager
+/// has no flag that names its loops).
+pub const CONTROLLER: &str = "podgroup-controller";
+
+/// The ServiceAccount upstream's manifests run the controller as.
+pub const ACCOUNT: &str = "scheduler-plugins-controller";
+
+pub const GROUP: &str = "scheduling.x-k8s.io";
+pub const VERSION: &str = "v1alpha1";
+/// The pod label naming its group.
+pub const LABEL: &str = "scheduling.x-k8s.io/pod-group";
+/// The CustomResourceDefinition that must exist before anything is watched.
+pub const CRD: &str = "podgroups.scheduling.x-k8s.io";
+
+pub fn podgroups_ref() -> ResourceRef {
+    ResourceRef::new(GROUP, VERSION, "podgroups")
+}
+
+fn crds_ref() -> ResourceRef {
+    ResourceRef::new("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+}
+
+/// The group a pod names, if any (read without building its label map:
+/// this runs on every pod event).
+fn group_of(pod: &Value) -> Option<ObjectKey> {
+    pod.pointer("/metadata/labels")
+        .and_then(|l| l.get(LABEL))
+        .and_then(Value::as_str)
+        .filter(|g| !g.is_empty())
+        .map(|g| ObjectKey::new(meta::namespace(pod), g))
+}
+
+/// Which pods each group has, both ways.
+#[derive(Default)]
+struct Members {
+    by_group: BTreeMap<ObjectKey, BTreeSet<String>>,
+    by_pod: BTreeMap<ObjectKey, ObjectKey>,
+}
+
+pub struct PodGroupController {
+    ctx: Arc<Context>,
+    queue: Arc<WorkQueue<ObjectKey>>,
+    /// Each group's pods, kept from pod events, so a reconcile reads its
+    /// own pods rather than its whole namespace.
+    members: Mutex<Members>,
+}
+
+impl PodGroupController {
+    pub fn new(ctx: Arc<Context>) -> Arc<Self> {
+        Arc::new(PodGroupController {
+            queue: WorkQueue::new(ctx.clock.clone()),
+            ctx,
+            members: Mutex::new(Members::default()),
+        })
+    }
+
+    /// Waits until the PodGroup kind is defined, woken by the definitions'
+    /// events rather than by polling.
+    async fn wait_for_crd(&self) {
+        let crds = self.ctx.informers.get(&crds_ref());
+        let defined = Arc::new(tokio::sync::Notify::new());
+        let d = defined.clone();
+        crds.on_change(move |c| {
+            if !matches!(c, Change::Deleted(_)) && meta::name(c.object()) == CRD {
+                d.notify_one();
+            }
+        });
+        crds.wait_synced().await;
+        if crds.cache().get("", CRD).is_none() {
+            defined.notified().await;
+        }
+    }
+
+    pub async fn run(self: Arc<Self>) {
+        self.wait_for_crd().await;
+        let groups = self.ctx.informers.get(&podgroups_ref());
+        let pods = self.ctx.informers.get(&ResourceRef::core("pods"));
+        let q = self.queue.clone();
+        groups.on_change(move |c| {
+            if !matches!(c, Change::Deleted(_)) {
+                q.add(ObjectKey::of(c.object()))
+            }
+        });
+        let me = self.clone();
+        pods.on_change(move |c| me.pod_changed(c));
+        groups.wait_synced().await;
+        pods.wait_synced().await;
+        let me = self.clone();
+        run_workers(self.queue.clone(), 1, "podgroup", move |key| {
+            let me = me.clone();
+            async move { me.reconcile(key).await }
+        })
+        .await;
+    }
+
+    /// Files the pod under its group (and out of the one it left) and
+    /// queues the groups it touches.
+    fn pod_changed(&self, c: &Change) {
+        let pod = c.object();
+        let now = group_of(pod).filter(|_| !matches!(c, Change::Deleted(_)));
+        let mut m = self.members.lock();
+        if now.is_none() && m.by_pod.is_empty() {
+            return;
+        }
+        let key = ObjectKey::of(pod);
+        let before = match now.clone() {
+            Some(g) => m.by_pod.insert(key.clone(), g),
+            None => m.by_pod.remove(&key),
+        };
+        if before == now {
+            if let Some(g) = now {
+                self.queue.add(g);
+            }
+            return;
+        }
+        if let Some(b) = before {
+            if let Some(set) = m.by_group.get_mut(&b) {
+                set.remove(&key.name);
+                if set.is_empty() {
+                    m.by_group.remove(&b);
+                }
+            }
+            self.queue.add(b);
+        }
+        if let Some(n) = now {
+            m.by_group.entry(n.clone()).or_default().insert(key.name);
+            self.queue.add(n);
+        }
+    }
+
+    async fn reconcile(&self, key: ObjectKey) -> Result<Requeue, ApiError> {
+        let Some(group) = self
+            .ctx
+            .informers
+            .get(&podgroups_ref())
+            .cache()
+            .get(&key.namespace, &key.name)
+        else {
+            return Ok(None);
+        };
+        let old = group.get("status").cloned().unwrap_or(Value::Null);
+        if status::is_final(&old) {
+            return Ok(None);
+        }
+        let cache = self.ctx.informers.get(&ResourceRef::core("pods")).cache();
+        let names: Vec<String> = self
+            .members
+            .lock()
+            .by_group
+            .get(&key)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        // In name order: upstream's first pod (whose owners fill
+        // occupiedBy) is whichever its cache lists first; here it is the
+        // first by name, the same every run.
+        let pods: Vec<Arc<Value>> = names
+            .iter()
+            .filter_map(|n| cache.get(&key.namespace, n))
+            .collect();
+        let min_member = group
+            .pointer("/spec/minMember")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let new = status::settle(&old, min_member, &pods);
+        if crate::status_write::same(old.as_object().map(|_| &old), &new) {
+            return Ok(None);
+        }
+        let mut obj = (*group).clone();
+        obj["status"] =
+            crate::status_write::overlay(old.as_object().map(|_| &old), new, status::OWNED);
+        match self
+            .ctx
+            .api
+            .update(
+                &podgroups_ref(),
+                &key.namespace,
+                obj,
+                Some("status"),
+                &WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) => Ok(None),
+            // Gone meanwhile: nothing left to keep.
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
