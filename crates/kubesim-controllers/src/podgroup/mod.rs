@@ -17,7 +17,9 @@
 
 pub mod status;
 
-use std::collections::{BTreeMap, BTreeSet};
+use status::Member;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kubesim_core::{meta, ApiError};
@@ -61,10 +63,11 @@ fn group_of(pod: &Value) -> Option<ObjectKey> {
         .map(|g| ObjectKey::new(meta::namespace(pod), g))
 }
 
-/// Which pods each group has, both ways.
+/// Which pods each group has, both ways, with what the rules read of
+/// each pod (a reconcile then parses none).
 #[derive(Default)]
 struct Members {
-    by_group: BTreeMap<ObjectKey, BTreeSet<String>>,
+    by_group: BTreeMap<ObjectKey, BTreeMap<String, Member>>,
     by_pod: BTreeMap<ObjectKey, ObjectKey>,
 }
 
@@ -140,6 +143,9 @@ impl PodGroupController {
         };
         if before == now {
             if let Some(g) = now {
+                if let Some(set) = m.by_group.get_mut(&g) {
+                    set.insert(key.name, Member::of(pod));
+                }
                 self.queue.add(g);
             }
             return;
@@ -154,7 +160,10 @@ impl PodGroupController {
             self.queue.add(b);
         }
         if let Some(n) = now {
-            m.by_group.entry(n.clone()).or_default().insert(key.name);
+            m.by_group
+                .entry(n.clone())
+                .or_default()
+                .insert(key.name, Member::of(pod));
             self.queue.add(n);
         }
     }
@@ -173,21 +182,16 @@ impl PodGroupController {
         if status::is_final(&old) {
             return Ok(None);
         }
-        let cache = self.ctx.informers.get(&ResourceRef::core("pods")).cache();
-        let names: Vec<String> = self
+        // In name order: upstream's first pod (whose owners fill
+        // occupiedBy) is whichever its cache lists first; here it is the
+        // first by name, the same every run.
+        let pods: Vec<Member> = self
             .members
             .lock()
             .by_group
             .get(&key)
-            .map(|s| s.iter().cloned().collect())
+            .map(|s| s.values().cloned().collect())
             .unwrap_or_default();
-        // In name order: upstream's first pod (whose owners fill
-        // occupiedBy) is whichever its cache lists first; here it is the
-        // first by name, the same every run.
-        let pods: Vec<Arc<Value>> = names
-            .iter()
-            .filter_map(|n| cache.get(&key.namespace, n))
-            .collect();
         let min_member = group
             .pointer("/spec/minMember")
             .and_then(Value::as_i64)

@@ -17,8 +17,6 @@
 //! hours after their creation; nothing upstream writes that field any
 //! more, so the check can never hold and is left out.
 
-use std::sync::Arc;
-
 use serde_json::{json, Map, Value};
 
 /// The status fields this controller decides (a zero count or an empty
@@ -77,24 +75,44 @@ impl Fields {
     }
 }
 
-/// `<namespace>/<owner name>` of each of `pod`'s owners, sorted and
-/// joined; None when it has no owner (upstream then leaves the field).
-fn occupied_by(pod: &Value) -> Option<String> {
-    let owners = pod
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())?;
-    let ns = kubesim_core::meta::namespace(pod);
-    let mut refs: Vec<String> = owners
-        .iter()
-        .map(|o| format!("{ns}/{}", o["name"].as_str().unwrap_or("")))
-        .collect();
-    refs.sort();
-    Some(refs.join(","))
+/// What the rules read of one member pod, kept as its events arrive so
+/// that a reconcile parses no pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub phase: String,
+    /// `<namespace>/<owner name>` of each of the pod's owners, sorted and
+    /// joined; None when it has no owner (upstream then leaves the field).
+    pub occupied_by: Option<String>,
+}
+
+impl Member {
+    pub fn of(pod: &Value) -> Member {
+        let ns = kubesim_core::meta::namespace(pod);
+        let occupied_by = pod
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .filter(|a| !a.is_empty())
+            .map(|owners| {
+                let mut refs: Vec<String> = owners
+                    .iter()
+                    .map(|o| format!("{ns}/{}", o["name"].as_str().unwrap_or("")))
+                    .collect();
+                refs.sort();
+                refs.join(",")
+            });
+        Member {
+            phase: pod
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            occupied_by,
+        }
+    }
 }
 
 /// One reconcile of upstream's controller.
-fn step(f: &Fields, min_member: i64, pods: &[Arc<Value>]) -> Fields {
+fn step(f: &Fields, min_member: i64, pods: &[Member]) -> Fields {
     let mut next = f.clone();
     let count = pods.len() as i64;
     match f.phase.as_str() {
@@ -102,17 +120,13 @@ fn step(f: &Fields, min_member: i64, pods: &[Arc<Value>]) -> Fields {
         "Pending" => {
             if count >= min_member {
                 next.phase = "Scheduling".into();
-                if let Some(o) = pods.first().and_then(|p| occupied_by(p)) {
+                if let Some(o) = pods.first().and_then(|p| p.occupied_by.clone()) {
                     next.occupied_by = o;
                 }
             }
         }
         _ => {
-            let of = |want: &str| {
-                pods.iter()
-                    .filter(|p| p.pointer("/status/phase").and_then(Value::as_str) == Some(want))
-                    .count() as i64
-            };
+            let of = |want: &str| pods.iter().filter(|p| p.phase == want).count() as i64;
             next.running = of("Running");
             next.succeeded = of("Succeeded");
             next.failed = of("Failed");
@@ -139,7 +153,7 @@ fn step(f: &Fields, min_member: i64, pods: &[Arc<Value>]) -> Fields {
 /// The status upstream's controller settles on from `old` for a group of
 /// `min_member` with `pods` (in the order whose first names `occupiedBy`):
 /// its steps, taken until one changes nothing or the phase is final.
-pub fn settle(old: &Value, min_member: i64, pods: &[Arc<Value>]) -> Value {
+pub fn settle(old: &Value, min_member: i64, pods: &[Member]) -> Value {
     let mut f = Fields::of(old);
     // At most three steps change anything: no phase, Pending, then the
     // counted phases, which a further step leaves as they are.
@@ -160,8 +174,10 @@ pub fn settle(old: &Value, min_member: i64, pods: &[Arc<Value>]) -> Value {
 mod tests {
     use super::*;
 
-    fn pod(phase: &str) -> Arc<Value> {
-        Arc::new(json!({"metadata": {"namespace": "ns", "name": "p"}, "status": {"phase": phase}}))
+    fn pod(phase: &str) -> Member {
+        Member::of(
+            &json!({"metadata": {"namespace": "ns", "name": "p"}, "status": {"phase": phase}}),
+        )
     }
 
     #[test]
@@ -215,7 +231,7 @@ mod tests {
 
     #[test]
     fn occupied_by_names_the_first_pods_owners() {
-        let owned = Arc::new(json!({"metadata": {"namespace": "ns", "name": "a",
+        let owned = Member::of(&json!({"metadata": {"namespace": "ns", "name": "a",
             "ownerReferences": [{"name": "job-b"}, {"name": "job-a"}]}}));
         let s = settle(&json!({"phase": "Pending"}), 1, &[owned]);
         assert_eq!(s["occupiedBy"], "ns/job-a,ns/job-b");
