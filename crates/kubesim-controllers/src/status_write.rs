@@ -7,7 +7,27 @@
 //! zero count out where kubesim writes 0, and treating the two as
 //! different made each controller undo the other's write forever.
 
+use kubesim_core::ApiError;
+use kubesim_runtime::{Api, ResourceRef, WriteOptions};
 use serde_json::{Map, Value};
+
+/// Writes `obj`'s status; an object deleted meanwhile has no status left
+/// to keep, so its 404 is no failure.
+pub(crate) async fn write_unless_gone(
+    api: &dyn Api,
+    resource: &ResourceRef,
+    ns: &str,
+    obj: Value,
+) -> Result<(), ApiError> {
+    let written = api
+        .update(resource, ns, obj, Some("status"), &WriteOptions::default())
+        .await;
+    match written {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
 
 /// `fresh` laid over the stored status `old`: every field of `fresh`
 /// replaces the stored one, the fields of `owned` that `fresh` lacks are

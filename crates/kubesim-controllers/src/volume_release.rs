@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use kubesim_core::meta;
-use kubesim_runtime::{run_workers, Change, ObjectKey, WorkQueue, WriteOptions};
+use kubesim_runtime::{run_workers, Change, ObjectKey, WorkQueue};
 use serde_json::{json, Value};
 
 use crate::storage_protection::{claims_ref, volumes_ref};
@@ -66,21 +66,9 @@ pub async fn run(ctx: Arc<Context>) {
                 }
                 let mut released = (*volume).clone();
                 released["status"]["phase"] = json!("Released");
-                match ctx
-                    .api
-                    .update(
-                        &volumes_ref(),
-                        "",
-                        released,
-                        Some("status"),
-                        &WriteOptions::default(),
-                    )
+                crate::status_write::write_unless_gone(&*ctx.api, &volumes_ref(), "", released)
                     .await
-                {
-                    Ok(_) => Ok(None),
-                    Err(e) if e.code == 404 => Ok(None),
-                    Err(e) => Err(e),
-                }
+                    .map(|()| None)
             }
         },
     )

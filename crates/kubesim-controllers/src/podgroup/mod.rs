@@ -23,9 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kubesim_core::{meta, ApiError};
-use kubesim_runtime::{
-    run_workers, Change, ObjectKey, Requeue, ResourceRef, WorkQueue, WriteOptions,
-};
+use kubesim_runtime::{run_workers, Change, ObjectKey, Requeue, ResourceRef, WorkQueue};
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -203,22 +201,13 @@ impl PodGroupController {
         let mut obj = (*group).clone();
         obj["status"] =
             crate::status_write::overlay(old.as_object().map(|_| &old), new, status::OWNED);
-        match self
-            .ctx
-            .api
-            .update(
-                &podgroups_ref(),
-                &key.namespace,
-                obj,
-                Some("status"),
-                &WriteOptions::default(),
-            )
-            .await
-        {
-            Ok(_) => Ok(None),
-            // Gone meanwhile: nothing left to keep.
-            Err(e) if e.code == 404 => Ok(None),
-            Err(e) => Err(e),
-        }
+        crate::status_write::write_unless_gone(
+            &*self.ctx.api,
+            &podgroups_ref(),
+            &key.namespace,
+            obj,
+        )
+        .await
+        .map(|()| None)
     }
 }
