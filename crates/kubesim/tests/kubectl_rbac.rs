@@ -759,6 +759,17 @@ fn nodes_reach_only_their_own_objects() {
         "{e}"
     );
 
+    // Its rules cannot be listed in full, and kubectl says so.
+    let o = as_node(&n1, &w("auth can-i --list"), None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "the list may be incomplete: node authorizer does not support user rule resolution"
+        ),
+        "{}",
+        stderr(&o)
+    );
+
     // Under RBAC alone the same certificate has nothing beyond discovery.
     drop(c);
     let c = Cluster::start_with(

@@ -105,11 +105,20 @@ impl Server {
         let rules = self.rules_of(user, ns);
         let (urls, resources): (Vec<_>, Vec<_>) =
             rules.iter().partition(|r| !r.non_resource_urls.is_empty());
-        Ok(json!({
+        let mut status = json!({
             "resourceRules": resources.iter().map(|r| r.to_value()).collect::<Vec<_>>(),
             "nonResourceRules": urls.iter().map(|r| r.to_value()).collect::<Vec<_>>(),
             "incomplete": false,
-        }))
+        });
+        // A kubelet's rights depend on its pods, which no list of rules
+        // can state: upstream's Node authorizer says so, and the list is
+        // RBAC's alone.
+        if self.node_authorizer_enabled() && crate::auth::node::node_of(user).is_some() {
+            status["incomplete"] = json!(true);
+            status["evaluationError"] =
+                json!("node authorizer does not support user rule resolution");
+        }
+        Ok(status)
     }
 }
 
