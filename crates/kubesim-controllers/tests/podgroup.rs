@@ -138,3 +138,40 @@ async fn a_failed_member_fails_the_group_for_good() {
     )
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_member_that_moves_or_goes_leaves_its_group() {
+    use kubesim_core::patch::PatchType;
+    use kubesim_runtime::{DeleteOptions, WriteOptions};
+    let env = start().await;
+    define(&env).await;
+    group(&env, "a", 2).await;
+    group(&env, "b", 1).await;
+    member(&env, "a", "m-0").await;
+    member(&env, "a", "m-1").await;
+    status_is(&env, "a", json!({"phase": "Scheduling"})).await;
+    // Relabelled into b: a has one pod left, b its one.
+    let relabel = json!({"metadata": {"labels": {"scheduling.x-k8s.io/pod-group": "b"}}});
+    env.api
+        .patch_value(
+            &support::pods(),
+            NS,
+            "m-1",
+            PatchType::Merge,
+            relabel,
+            None,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("relabel");
+    status_is(&env, "a", json!({"phase": "Pending"})).await;
+    status_is(&env, "b", json!({"phase": "Scheduling"})).await;
+    env.run_pod(NS, "m-1").await;
+    status_is(&env, "b", json!({"phase": "Running", "running": 1})).await;
+    // Deleted: b has no pod left.
+    env.api
+        .delete(&support::pods(), NS, "m-1", &DeleteOptions::default())
+        .await
+        .expect("delete");
+    status_is(&env, "b", json!({"phase": "Pending"})).await;
+}

@@ -150,13 +150,20 @@ impl<K: Ord + Clone + Send + Sync + 'static> WorkQueue<K> {
         }
     }
 
-    /// A pass over `key` ended after `took`: counted in the work duration,
-    /// and no longer unfinished work even while the key waits for `done`.
-    fn worked(&self, key: &K, took: Duration) {
-        if let Some(started) = self.state.lock().processing.get_mut(key) {
-            *started = None;
-        }
+    /// A pass over `key` ended: how long it took since it was handed out,
+    /// counted in the work duration, and no longer unfinished work even
+    /// while the key waits for `done`.
+    fn worked(&self, key: &K) -> Duration {
+        let now = self.clock.instant();
+        let started = self
+            .state
+            .lock()
+            .processing
+            .get_mut(key)
+            .and_then(Option::take);
+        let took = started.map_or(Duration::ZERO, |s| now - s);
         self.stats.worked(took);
+        took
     }
 
     pub fn done(&self, key: &K) {
@@ -253,7 +260,6 @@ pub async fn run_workers<K, F, Fut>(
     }
     let worker = |_| async {
         while let Some(key) = queue.next().await {
-            let started = queue.clock.instant();
             // A pass that panics (an object of a shape no writer through
             // the API can store, read from an older store) skips its key
             // until the object changes, and the loop goes on.
@@ -290,8 +296,7 @@ pub async fn run_workers<K, F, Fut>(
             // long as the pass took before the next bounds it to a fraction
             // of one. In simulated time passes take no time, so nothing
             // waits.
-            let took = queue.clock.instant() - started;
-            queue.worked(&key, took);
+            let took = queue.worked(&key);
             queue.done_after(&key, took.saturating_mul(COOLDOWN).min(MAX_COOLDOWN));
         }
     };

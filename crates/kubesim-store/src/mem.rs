@@ -38,12 +38,18 @@ impl Default for Options {
 
 type Items = OrdMap<Arc<str>, Arc<Record>>;
 
+/// One resource's objects.
+#[derive(Default)]
+struct Held {
+    items: Items,
+    /// The summed length of the records in `items`, kept with every write
+    /// so that `/metrics` need not walk the objects.
+    bytes: u64,
+}
+
 struct State {
     rev: u64,
-    resources: HashMap<Arc<str>, Items>,
-    /// The summed length of each resource's stored records, kept with
-    /// every write so that `/metrics` need not walk the objects.
-    bytes: HashMap<Arc<str>, u64>,
+    resources: HashMap<Arc<str>, Held>,
     history: History,
     channels: HashMap<Arc<str>, broadcast::Sender<Arc<Event>>>,
 }
@@ -86,23 +92,20 @@ impl MemStore {
         loaded: Option<Loaded>,
         indexer: &Indexer,
     ) -> Self {
-        let mut resources: HashMap<Arc<str>, Items> = HashMap::new();
-        let mut bytes: HashMap<Arc<str>, u64> = HashMap::new();
+        let mut resources: HashMap<Arc<str>, Held> = HashMap::new();
         let mut rev = 0;
         if let Some(l) = loaded {
             rev = l.rev;
             for o in l.objects {
                 let attrs = indexer(&o.resource, &o.bytes);
-                *bytes.entry(Arc::from(o.resource.as_str())).or_default() += o.bytes.len() as u64;
+                let held = resources.entry(Arc::from(o.resource.as_str())).or_default();
+                held.bytes += o.bytes.len() as u64;
                 let rec = Arc::new(Record {
                     rev: o.rev,
                     bytes: o.bytes,
                     attrs,
                 });
-                resources
-                    .entry(Arc::from(o.resource.as_str()))
-                    .or_default()
-                    .insert(Arc::from(o.key.as_str()), rec);
+                held.items.insert(Arc::from(o.key.as_str()), rec);
             }
         }
         MemStore {
@@ -110,7 +113,6 @@ impl MemStore {
             state: Arc::new(RwLock::new(State {
                 rev,
                 resources,
-                bytes,
                 history: History::new(opts.history, rev),
                 channels: HashMap::new(),
             })),
@@ -187,12 +189,22 @@ impl Store for MemStore {
     }
 
     fn get(&self, resource: &str, key: &str) -> Option<Arc<Record>> {
-        self.state.read().resources.get(resource)?.get(key).cloned()
+        self.state
+            .read()
+            .resources
+            .get(resource)?
+            .items
+            .get(key)
+            .cloned()
     }
 
     fn snapshot(&self, resource: &str, at: Option<u64>) -> Result<Snapshot, StoreError> {
         let st = self.state.read();
-        let current = st.resources.get(resource).cloned().unwrap_or_default();
+        let current = st
+            .resources
+            .get(resource)
+            .map(|h| h.items.clone())
+            .unwrap_or_default();
         let at = match at {
             None => {
                 return Ok(Snapshot {
@@ -253,17 +265,18 @@ impl Store for MemStore {
         let mut guard = self.state.write();
         let st = &mut *guard;
         let new_rev = st.rev + 1;
-        let (res_key, items) = match st.resources.get_key_value(resource) {
+        let (res_key, held) = match st.resources.get_key_value(resource) {
             Some((k, _)) => {
                 let k = k.clone();
-                let items = st.resources.get_mut(&k).expect("present");
-                (k, items)
+                let held = st.resources.get_mut(&k).expect("present");
+                (k, held)
             }
             None => {
                 let k: Arc<str> = Arc::from(resource);
                 (k.clone(), st.resources.entry(k).or_default())
             }
         };
+        let items = &mut held.items;
         let current = items.get(key).cloned();
         let key: Arc<str> = match items.get_key_value(key) {
             Some((k, _)) => k.clone(),
@@ -283,10 +296,9 @@ impl Store for MemStore {
                     attrs,
                 });
                 items.insert(key.clone(), record.clone());
-                let size = st.bytes.entry(res_key.clone()).or_default();
-                *size += record.bytes.len() as u64;
+                held.bytes += record.bytes.len() as u64;
                 if let Some(cur) = &current {
-                    *size -= cur.bytes.len() as u64;
+                    held.bytes -= cur.bytes.len() as u64;
                 }
                 let kind = if current.is_some() {
                     EventType::Modified
@@ -309,9 +321,7 @@ impl Store for MemStore {
                     });
                 };
                 items.remove(&key);
-                if let Some(size) = st.bytes.get_mut(&res_key) {
-                    *size -= cur.bytes.len() as u64;
-                }
+                held.bytes -= cur.bytes.len() as u64;
                 let record = Arc::new(Record {
                     rev: new_rev,
                     bytes,
@@ -380,10 +390,10 @@ impl Store for MemStore {
         let mut v: Vec<(String, Usage)> = st
             .resources
             .iter()
-            .map(|(k, m)| {
+            .map(|(k, h)| {
                 let usage = Usage {
-                    objects: m.len(),
-                    bytes: st.bytes.get(k).copied().unwrap_or(0),
+                    objects: h.items.len(),
+                    bytes: h.bytes,
                 };
                 (k.to_string(), usage)
             })

@@ -407,21 +407,12 @@ fn own_node(node: &str, a: &Attributes) -> Option<NodeDecision> {
 fn pod_uses(pod: &Value, kind: Kind, name: &str) -> bool {
     let spec = &pod["spec"];
     let is = |v: &Value| v.as_str() == Some(name);
-    let volumes = spec["volumes"].as_array().into_iter().flatten();
     match kind {
         Kind::ServiceAccount => {
             let sa = spec["serviceAccountName"].as_str().unwrap_or("default");
             sa == name
         }
-        Kind::Claim => volumes.into_iter().any(|v| {
-            is(&v["persistentVolumeClaim"]["claimName"])
-                || (v["ephemeral"].is_object()
-                    && format!(
-                        "{}-{}",
-                        meta::name(pod),
-                        v["name"].as_str().unwrap_or_default()
-                    ) == name)
-        }),
+        Kind::Claim => claims_of(pod).iter().any(|c| c == name),
         Kind::ResourceClaim => {
             spec["resourceClaims"]
                 .as_array()
@@ -529,9 +520,9 @@ fn volume_secrets(pv: &Value) -> Vec<(String, String)> {
         .and_then(Value::as_str)
         .unwrap_or("");
     let mut out = Vec::new();
-    let mut add = |r: &Value, default_ns: &str| {
-        if let Some(name) = r["name"].as_str().filter(|n| !n.is_empty()) {
-            let ns = r["namespace"]
+    let mut add = |name: &Value, namespace: &Value, default_ns: &str| {
+        if let Some(name) = name.as_str().filter(|n| !n.is_empty()) {
+            let ns = namespace
                 .as_str()
                 .filter(|n| !n.is_empty())
                 .unwrap_or(default_ns);
@@ -546,16 +537,14 @@ fn volume_secrets(pv: &Value) -> Vec<(String, String)> {
                     "nodeStageSecretRef",
                     "nodeExpandSecretRef",
                 ] {
-                    add(&v[f], "");
+                    add(&v[f]["name"], &v[f]["namespace"], "");
                 }
             }
-            "azureFile" => {
-                let r =
-                    serde_json::json!({"name": v["secretName"], "namespace": v["secretNamespace"]});
-                add(&r, claim_ns);
+            "azureFile" => add(&v["secretName"], &v["secretNamespace"], claim_ns),
+            _ => {
+                let r = &v["secretRef"];
+                add(&r["name"], &r["namespace"], claim_ns);
             }
-            _ if v.get("secretRef").is_some() => add(&v["secretRef"], claim_ns),
-            _ => {}
         }
     }
     out

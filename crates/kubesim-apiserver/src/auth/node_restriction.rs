@@ -55,13 +55,12 @@ fn kubelet_label(key: &str) -> bool {
 /// may not add, change or remove, sorted: the `node-restriction`
 /// namespace, and Kubernetes' own namespaces outside the kubelet's set.
 fn forbidden_labels(new: &Value, old: Option<&Value>) -> Vec<String> {
-    let labels = |o: Option<&Value>| {
-        o.and_then(|o| o.pointer("/metadata/labels"))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let (new, old) = (labels(Some(new)), labels(old));
+    fn labels(o: &Value) -> Option<&serde_json::Map<String, Value>> {
+        o.pointer("/metadata/labels").and_then(Value::as_object)
+    }
+    let none = serde_json::Map::new();
+    let new = labels(new).unwrap_or(&none);
+    let old = old.and_then(labels).unwrap_or(&none);
     let changed = new
         .iter()
         .filter(|(k, v)| old.get(*k) != Some(v))
@@ -198,7 +197,7 @@ fn without_node_writable(claim: &Value) -> Value {
     c
 }
 
-/// The top-level paths where two JSON objects differ, for a refusal's
+/// The paths of the fields where two JSON values differ, for a refusal's
 /// message (upstream prints a structural diff of the Go objects).
 fn differing_paths(a: &Value, b: &Value, prefix: &str, out: &mut Vec<String>) {
     match (a.as_object(), b.as_object()) {

@@ -13,6 +13,9 @@ use kubesim_store::Usage;
 
 use super::inflight::Counters;
 
+/// One figure of a resource's [`Usage`], as a series writes it.
+type UsageValue = fn(&Usage) -> u64;
+
 /// Upstream's `apiserver_request_duration_seconds` buckets.
 const BUCKETS: &[f64] = &[
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
@@ -169,32 +172,34 @@ impl Metrics {
             );
         }
         // Its successor, by group and resource (ClusterLoader2's load test
-        // queries this one): a storage key is `<plural>.<group>`.
-        let group_resource = |res: &str| {
-            let (resource, group) = res.split_once('.').unwrap_or((res, ""));
-            format!("group=\"{group}\",resource=\"{resource}\"")
-        };
-        out.push_str("# HELP apiserver_resource_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_resource_objects gauge\n");
-        for (res, u) in objects {
-            let _ = writeln!(
-                out,
-                "apiserver_resource_objects{{{}}} {}",
-                group_resource(res),
-                u.objects
-            );
-        }
-        // Upstream sums the last seen length of each object's value in
-        // etcd; kubesim's stored value is the object's canonical JSON, so
-        // the sum of those lengths (kept by the store as it writes) is the
-        // same estimate. ClusterLoader2's load test reads it (ResourceSize).
-        out.push_str("# HELP apiserver_resource_size_estimate_bytes Estimated bytes of the stored objects of each resource: the sum of their stored (serialized) lengths.\n# TYPE apiserver_resource_size_estimate_bytes gauge\n");
-        for (res, u) in objects {
-            let _ = writeln!(
-                out,
-                "apiserver_resource_size_estimate_bytes{{{}}} {}",
-                group_resource(res),
-                u.bytes
-            );
+        // queries this one): a storage key is `<plural>.<group>`. Then the
+        // stored bytes: upstream sums the last seen length of each object's
+        // value in etcd; kubesim's stored value is the object's canonical
+        // JSON, so the sum of those lengths (kept by the store as it
+        // writes) is the same estimate. ClusterLoader2's load test reads it
+        // (ResourceSize).
+        let by_group_resource: [(&str, &str, UsageValue); 2] = [
+            (
+                "apiserver_resource_objects",
+                "Number of stored objects at the time of last check split by kind.",
+                |u| u.objects as u64,
+            ),
+            (
+                "apiserver_resource_size_estimate_bytes",
+                "Estimated bytes of the stored objects of each resource: the sum of their stored (serialized) lengths.",
+                |u| u.bytes,
+            ),
+        ];
+        for (name, help, value) in by_group_resource {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+            for (res, u) in objects {
+                let (resource, group) = res.split_once('.').unwrap_or((res, ""));
+                let _ = writeln!(
+                    out,
+                    "{name}{{group=\"{group}\",resource=\"{resource}\"}} {}",
+                    value(u)
+                );
+            }
         }
         // ClusterLoader2's load test sums it by group and resource (Init
         // Events), as upstream labels its counter.

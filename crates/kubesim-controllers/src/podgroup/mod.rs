@@ -61,13 +61,9 @@ fn group_of(pod: &Value) -> Option<ObjectKey> {
         .map(|g| ObjectKey::new(meta::namespace(pod), g))
 }
 
-/// Which pods each group has, both ways, with what the rules read of
-/// each pod (a reconcile then parses none).
-#[derive(Default)]
-struct Members {
-    by_group: BTreeMap<ObjectKey, BTreeMap<String, Member>>,
-    by_pod: BTreeMap<ObjectKey, ObjectKey>,
-}
+/// Each group's pods by name, with what the rules read of each (a
+/// reconcile then parses none).
+type Members = BTreeMap<ObjectKey, BTreeMap<String, Member>>;
 
 pub struct PodGroupController {
     ctx: Arc<Context>,
@@ -125,43 +121,40 @@ impl PodGroupController {
         .await;
     }
 
-    /// Files the pod under its group (and out of the one it left) and
-    /// queues the groups it touches.
+    /// Files the pod under its group (and out of the one it left, which
+    /// the pod's previous state names) and queues the groups it touches.
     fn pod_changed(&self, c: &Change) {
         let pod = c.object();
-        let now = group_of(pod).filter(|_| !matches!(c, Change::Deleted(_)));
-        let mut m = self.members.lock();
-        if now.is_none() && m.by_pod.is_empty() {
-            return;
-        }
-        let key = ObjectKey::of(pod);
-        let before = match now.clone() {
-            Some(g) => m.by_pod.insert(key.clone(), g),
-            None => m.by_pod.remove(&key),
-        };
-        if before == now {
-            if let Some(g) = now {
-                if let Some(set) = m.by_group.get_mut(&g) {
-                    set.insert(key.name, Member::of(pod));
-                }
-                self.queue.add(g);
+        let (before, now) = match c {
+            Change::Added(_) => (None, group_of(pod)),
+            Change::Modified { old, .. } => {
+                let before = old
+                    .label(LABEL)
+                    .filter(|g| !g.is_empty())
+                    .map(|g| ObjectKey::new(meta::namespace(pod), g));
+                (before, group_of(pod))
             }
+            Change::Deleted(_) => (group_of(pod), None),
+        };
+        if before.is_none() && now.is_none() {
             return;
         }
-        if let Some(b) = before {
-            if let Some(set) = m.by_group.get_mut(&b) {
-                set.remove(&key.name);
-                if set.is_empty() {
-                    m.by_group.remove(&b);
+        let name = meta::name(pod);
+        let mut members = self.members.lock();
+        if let Some(b) = before.filter(|b| Some(b) != now.as_ref()) {
+            if let Some(pods) = members.get_mut(&b) {
+                pods.remove(name);
+                if pods.is_empty() {
+                    members.remove(&b);
                 }
             }
             self.queue.add(b);
         }
         if let Some(n) = now {
-            m.by_group
+            members
                 .entry(n.clone())
                 .or_default()
-                .insert(key.name, Member::of(pod));
+                .insert(name.to_string(), Member::of(pod));
             self.queue.add(n);
         }
     }
@@ -186,7 +179,6 @@ impl PodGroupController {
         let pods: Vec<Member> = self
             .members
             .lock()
-            .by_group
             .get(&key)
             .map(|s| s.values().cloned().collect())
             .unwrap_or_default();
