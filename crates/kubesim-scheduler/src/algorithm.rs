@@ -36,8 +36,9 @@ pub fn feasible_nodes_to_find(percentage: Option<u32>, nodes: usize) -> usize {
 #[derive(Debug, Clone)]
 pub struct FitError {
     pub nodes: usize,
-    /// The verdict of every node that was tried and failed.
-    pub statuses: BTreeMap<String, Status>,
+    /// The verdict of every node that was tried and failed (shared with
+    /// [`crate::failures`], which keeps it for pods of the same shape).
+    pub statuses: Arc<BTreeMap<String, Status>>,
     /// Set when a PreFilter rejected the pod before any node was tried.
     pub pre_filter: Option<Status>,
 }
@@ -171,7 +172,7 @@ impl Algorithm {
         if n == 0 {
             return Err(ScheduleError::Unschedulable(FitError {
                 nodes: 0,
-                statuses: BTreeMap::new(),
+                statuses: Arc::default(),
                 pre_filter: None,
             }));
         }
@@ -182,21 +183,12 @@ impl Algorithm {
             }
             return Err(ScheduleError::Unschedulable(FitError {
                 nodes: n,
-                statuses: BTreeMap::new(),
+                statuses: Arc::default(),
                 pre_filter: Some(s),
             }));
         }
-        let filters: Vec<&Arc<dyn Plugin>> = profile
-            .filter
-            .iter()
-            .filter(|p| !state.skip_filter.contains(p.name()))
-            .collect();
-        let check = |node: &NodeInfo| -> Status {
-            match with_nominated(pod, node, nominated) {
-                Some(n) => run_filters(&filters, &state, pod, &n),
-                None => run_filters(&filters, &state, pod, node),
-            }
-        };
+        let filters = active_filters(profile, &state);
+        let check = |node: &NodeInfo| filter_node(&filters, &state, pod, node, nominated);
 
         // A pod nominated by preemption tries its node first.
         let nominated_node = pod.nominated_node();
@@ -240,10 +232,12 @@ impl Algorithm {
         if feasible.is_empty() {
             return Err(ScheduleError::Unschedulable(FitError {
                 nodes: n,
-                statuses: failed
-                    .into_iter()
-                    .map(|(i, s)| (snap.nodes[i].name.clone(), s))
-                    .collect(),
+                statuses: Arc::new(
+                    failed
+                        .into_iter()
+                        .map(|(i, s)| (snap.nodes[i].name.clone(), s))
+                        .collect(),
+                ),
                 pre_filter: None,
             }));
         }
@@ -328,6 +322,32 @@ fn prefetch(node: &Arc<NodeInfo>) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = node;
+}
+
+/// The Filter plugins of `profile` whose PreFilter did not skip them.
+pub(crate) fn active_filters<'a>(
+    profile: &'a Profile,
+    state: &CycleState,
+) -> Vec<&'a Arc<dyn Plugin>> {
+    profile
+        .filter
+        .iter()
+        .filter(|p| !state.skip_filter.contains(p.name()))
+        .collect()
+}
+
+/// The verdict of `filters` on one node, with the pods nominated to it.
+pub(crate) fn filter_node(
+    filters: &[&Arc<dyn Plugin>],
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+    nominated: &Nominated,
+) -> Status {
+    match with_nominated(pod, node, nominated) {
+        Some(n) => run_filters(filters, state, pod, &n),
+        None => run_filters(filters, state, pod, node),
+    }
 }
 
 fn run_filters(
@@ -417,7 +437,7 @@ mod tests {
         }
         let e = FitError {
             nodes: 5,
-            statuses,
+            statuses: Arc::new(statuses),
             pre_filter: None,
         };
         assert_eq!(

@@ -9,7 +9,7 @@
 //! them in [`Plugin::points`].
 
 use std::any::Any;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use kubesim_runtime::ObjectKey;
@@ -130,6 +130,10 @@ pub struct NodeInfo {
     /// How many of `pods` have [`PodVolumes`]: VolumeRestrictions looks
     /// only at nodes with some.
     pub pods_with_volumes: usize,
+    /// The lowest priority of `pods` (`i32::MAX` when there are none):
+    /// preemption looks for victims only where some pod is below the
+    /// preemptor, without visiting every pod of every node.
+    pub lowest_priority: i32,
     pub used_ports: BTreeSet<HostPort>,
     /// Image name (every name in `status.images[].names`) to size in bytes.
     pub images: Arc<BTreeMap<String, i64>>,
@@ -162,11 +166,68 @@ pub struct Snapshot {
     /// The PersistentVolumeClaims whose access modes include
     /// ReadWriteOncePod (VolumeRestrictions); other claims are not kept.
     pub rwop_claims: Arc<BTreeSet<ObjectKey>>,
+    /// Which node positions changed, for whoever keeps a verdict per node.
+    pub changes: Changes,
+}
+
+/// The node positions a snapshot's changes touched, oldest first, so that
+/// a caller that remembers a verdict per node (see
+/// [`crate::failures`]) looks again at those nodes alone. The log is
+/// bounded; a caller further behind than its oldest entry, or behind a
+/// rebuild of the node list, must look at every node.
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
+    /// Counts every change.
+    version: u64,
+    /// The log holds every change after this version.
+    floor: u64,
+    /// (version, node position). Shared by a snapshot's working copies
+    /// until one of them changes a node.
+    log: Arc<VecDeque<(u64, usize)>>,
+}
+
+impl Changes {
+    /// Entries kept: at 1,000 nodes, the changes of several minutes of a
+    /// busy simulated cluster.
+    const KEPT: usize = 8192;
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn node(&mut self, i: usize) {
+        self.version += 1;
+        let log = Arc::make_mut(&mut self.log);
+        log.push_back((self.version, i));
+        if log.len() > Self::KEPT {
+            if let Some((v, _)) = log.pop_front() {
+                self.floor = v;
+            }
+        }
+    }
+
+    fn all(&mut self) {
+        self.version += 1;
+        self.floor = self.version;
+        self.log = Arc::default();
+    }
+
+    /// The positions changed after `version` (with repeats), or None when
+    /// the log does not reach back that far.
+    pub fn since(&self, version: u64) -> Option<impl Iterator<Item = usize> + '_> {
+        if version < self.floor || version > self.version {
+            return None;
+        }
+        let start = self.log.partition_point(|(v, _)| *v <= version);
+        Some(self.log.range(start..).map(|(_, i)| *i))
+    }
 }
 
 impl Snapshot {
     /// Sets the totals of pods with affinity or volumes from the nodes.
+    /// Every node counts as changed.
     pub fn recount(&mut self) {
+        self.changes.all();
         self.pods_with_affinity = self.nodes.iter().map(|n| n.pods_with_affinity).sum();
         self.pods_with_required_anti = self.nodes.iter().map(|n| n.pods_with_required_anti).sum();
         self.pods_with_volumes = self.nodes.iter().map(|n| n.pods_with_volumes).sum();
@@ -182,6 +243,7 @@ impl Snapshot {
         self.pods_with_volumes =
             self.pods_with_volumes - old.pods_with_volumes + node.pods_with_volumes;
         self.nodes[i] = node;
+        self.changes.node(i);
     }
 
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
@@ -364,4 +426,33 @@ pub trait PostFilter: Send + Sync {
         snap: &Snapshot,
         statuses: &BTreeMap<String, Status>,
     ) -> Option<Nomination>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_change_log_names_the_nodes_changed_since_a_version() {
+        let mut c = Changes::default();
+        let v0 = c.version();
+        c.node(3);
+        c.node(1);
+        let v2 = c.version();
+        c.node(3);
+        assert_eq!(c.since(v0).unwrap().collect::<Vec<_>>(), [3, 1, 3]);
+        assert_eq!(c.since(v2).unwrap().collect::<Vec<_>>(), [3]);
+        assert_eq!(c.since(c.version()).unwrap().count(), 0);
+        // A version from the future, or from before a rebuild: unknown.
+        assert!(c.since(c.version() + 1).is_none());
+        c.all();
+        assert!(c.since(v2).is_none());
+        // Past its bound the log forgets the oldest changes.
+        let v = c.version();
+        for i in 0..=Changes::KEPT {
+            c.node(i);
+        }
+        assert!(c.since(v).is_none());
+        assert_eq!(c.since(v + 1).unwrap().count(), Changes::KEPT);
+    }
 }

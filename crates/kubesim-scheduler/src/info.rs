@@ -482,6 +482,7 @@ impl NodeInfo {
             pods_with_affinity: 0,
             pods_with_required_anti: 0,
             pods_with_volumes: 0,
+            lowest_priority: i32::MAX,
             used_ports: Default::default(),
             images: Arc::default(),
             controlled: Vec::new(),
@@ -518,6 +519,7 @@ impl NodeInfo {
         self.pods_with_required_anti += usize::from(pod.affinity.required_anti);
         self.pods_with_volumes += usize::from(pod.volumes.is_some());
         self.count_controlled(&pod, true);
+        self.lowest_priority = self.lowest_priority.min(pod.priority);
         self.pods.push(pod);
     }
 
@@ -539,6 +541,14 @@ impl NodeInfo {
         }
     }
 
+    fn lowest(&self) -> i32 {
+        self.pods
+            .iter()
+            .map(|p| p.priority)
+            .min()
+            .unwrap_or(i32::MAX)
+    }
+
     /// Non-deleting pods here whose controlling owner has `uid`.
     pub fn controlled_by(&self, uid: &str) -> u32 {
         self.controlled
@@ -557,6 +567,7 @@ impl NodeInfo {
             .filter(|p| p.affinity.required_anti)
             .count();
         self.pods_with_volumes = self.pods.iter().filter(|p| p.volumes.is_some()).count();
+        self.lowest_priority = self.lowest();
         self.controlled.clear();
         for p in std::mem::take(&mut self.pods) {
             self.count_controlled(&p, true);
@@ -586,6 +597,9 @@ impl NodeInfo {
         self.pods_with_required_anti -= usize::from(pod.affinity.required_anti);
         self.pods_with_volumes -= usize::from(pod.volumes.is_some());
         self.count_controlled(&pod, false);
+        if pod.priority == self.lowest_priority {
+            self.lowest_priority = self.lowest();
+        }
         self.requested.sub(&pod.requests);
         self.non_zero_requested.sub(&pod.non_zero_requests);
         // Ports are recomputed: two pods may share a port on distinct IPs.
@@ -628,6 +642,27 @@ mod tests {
         n.pods.clear();
         n.recount();
         assert_eq!((n.pods_with_affinity, n.pods_with_required_anti), (0, 0));
+    }
+
+    #[test]
+    fn nodes_know_their_least_important_pod() {
+        let mut n = NodeInfo::from_node(Arc::new(json!({"metadata": {"name": "n"}})));
+        assert_eq!(n.lowest_priority, i32::MAX);
+        let with = |uid: &str, priority: i32| {
+            let mut p = pod(json!({"priority": priority}));
+            p.uid = uid.into();
+            Arc::new(p)
+        };
+        n.add_pod(with("a", 5));
+        n.add_pod(with("b", -3));
+        n.add_pod(with("c", -3));
+        assert_eq!(n.lowest_priority, -3);
+        n.remove_pod("b");
+        assert_eq!(n.lowest_priority, -3);
+        n.remove_pod("c");
+        assert_eq!(n.lowest_priority, 5);
+        n.remove_pod("a");
+        assert_eq!(n.lowest_priority, i32::MAX);
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //! - [`config`] and [`profile`]: `KubeSchedulerConfiguration` and the
 //!   plugin lists it yields per `schedulerName`;
 //! - [`algorithm`]: one scheduling attempt on a snapshot;
+//! - [`failures`]: unschedulable verdicts kept by pod shape, so a retry
+//!   with nothing changed where the pod could fit looks only at the nodes
+//!   that changed;
 //! - [`coscheduling`]: gang scheduling (scheduler-plugins' Coscheduling
 //!   with its PodGroup kind), run by the loop when a profile enables it;
 //! - [`batsim`]: Batsim's reference batch policies, FCFS and EASY
@@ -54,6 +57,7 @@ pub mod batsim;
 pub mod cache;
 pub mod config;
 pub mod coscheduling;
+pub mod failures;
 pub mod framework;
 pub mod info;
 pub mod metrics;

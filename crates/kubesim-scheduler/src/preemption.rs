@@ -101,15 +101,18 @@ impl PostFilter for DefaultPreemption {
         if !eligible(pod, snap, statuses) {
             return None;
         }
-        // Only nodes where removing pods can help.
+        // Only nodes where removing pods can help: some pod there is less
+        // important than this one (no victims elsewhere), and the node
+        // failed for a reason eviction may cure.
         let potential: Vec<usize> = snap
             .nodes
             .iter()
             .enumerate()
             .filter(|(_, n)| {
-                statuses
-                    .get(&n.name)
-                    .is_some_and(|s| s.code == Code::Unschedulable)
+                n.lowest_priority < pod.priority
+                    && statuses
+                        .get(&n.name)
+                        .is_some_and(|s| s.code == Code::Unschedulable)
             })
             .map(|(i, _)| i)
             .collect();

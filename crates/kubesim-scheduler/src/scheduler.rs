@@ -20,6 +20,7 @@ use crate::algorithm::{Algorithm, ScheduleError};
 use crate::cache::{is_terminal, Cache};
 use crate::config::SchedulerConfig;
 use crate::coscheduling::{self, PodGroup};
+use crate::failures::{self, Failure, Failures};
 use crate::framework::{Nomination, PodInfo, Snapshot};
 use crate::metrics::{Metrics, Outcome};
 use crate::profile::Profile;
@@ -66,6 +67,13 @@ struct Shared {
     /// When the pods a batch policy bound were bound, by uid, for
     /// planning when they end.
     started: parking_lot::Mutex<BTreeMap<String, tokio::time::Instant>>,
+}
+
+/// What the scheduling loop carries from one cycle to the next.
+struct Cycle<'a> {
+    algo: &'a mut Algorithm,
+    snapshot: &'a mut Snapshot,
+    failures: &'a mut Failures,
 }
 
 /// Aborts a spawned task when dropped, so dropping [`run`] stops it all.
@@ -308,10 +316,16 @@ pub async fn run_with_metrics(
     tracing::info!(profiles = ?profiles.keys().collect::<Vec<_>>(), "scheduler started");
     let mut algo = Algorithm::new(rng, config.percentage_of_nodes_to_score);
     let mut snapshot = Snapshot::default();
+    let mut failures = Failures::default();
     loop {
         let qp = shared.queue.pop().await;
         let started = clock.instant();
-        shared.schedule_one(started, qp, &profiles, &mut algo, &mut snapshot, &tx);
+        let mut cycle = Cycle {
+            algo: &mut algo,
+            snapshot: &mut snapshot,
+            failures: &mut failures,
+        };
+        shared.schedule_one(started, qp, &profiles, &mut cycle, &tx);
         // Lets the informers and writers run on a single-threaded runtime.
         tokio::task::yield_now().await;
     }
@@ -336,10 +350,10 @@ impl Shared {
         started: tokio::time::Instant,
         qp: QueuedPod,
         profiles: &BTreeMap<String, Profile>,
-        algo: &mut Algorithm,
-        snapshot: &mut Snapshot,
+        cycle: &mut Cycle,
         tx: &mpsc::UnboundedSender<Job>,
     ) {
+        let (algo, snapshot) = (&mut *cycle.algo, &mut *cycle.snapshot);
         let pod = qp.info.clone();
         let Some(profile) = profiles.get(pod.scheduler_name()) else {
             self.queue.with(|q, _| q.delete(&pod.key));
@@ -365,6 +379,14 @@ impl Shared {
         }
         self.cache.update_snapshot(snapshot);
         let nominated = self.queue.nominated();
+        let shape = failures::shape(profile, &pod);
+        if let Some(known) = shape.as_deref().and_then(|s| {
+            cycle
+                .failures
+                .replay(s, profile, &pod, snapshot, &nominated)
+        }) {
+            return self.unschedulable(profile, qp, known, None, started, tx);
+        }
         match algo.schedule(profile, &pod, snapshot, &nominated) {
             Ok(placement) => {
                 self.cache.assume(&pod, &placement.node);
@@ -379,39 +401,13 @@ impl Shared {
                 });
             }
             Err(ScheduleError::Unschedulable(fit)) => {
-                self.observe_failed(profile, Outcome::Unschedulable, started);
-                let mut nomination = None;
-                let mut post_msg = String::new();
-                if !profile.post_filter.is_empty() && fit.nodes > 0 {
-                    for pf in &profile.post_filter {
-                        if let Some(n) = pf.post_filter(profile, &pod, snapshot, &fit.statuses) {
-                            nomination = Some(n);
-                            break;
-                        }
-                    }
-                    if nomination.is_none() {
-                        post_msg =
-                            if pod.pod.pointer("/spec/preemptionPolicy") == Some(&json!("Never")) {
-                                "preemption: not eligible due to preemptionPolicy=Never.".into()
-                            } else {
-                                fit.no_preemption_message()
-                            };
-                    }
+                let (nomination, failure) = failures::conclude(profile, &pod, snapshot, &fit);
+                if let (Some(shape), None) = (shape, &nomination) {
+                    cycle
+                        .failures
+                        .remember(shape, snapshot, &nominated, &fit, &failure);
                 }
-                let message = fit.message(&post_msg);
-                tracing::debug!(pod = %pod.key, %message, "unschedulable");
-                let plugins = fit.plugins();
-                self.queue.with(|q, now| {
-                    q.requeue_unschedulable(&pod.key, qp.cycle, plugins, now);
-                    if let Some(n) = &nomination {
-                        q.nominate(&pod.key, &n.node);
-                    }
-                });
-                let _ = tx.send(Job::Failed {
-                    pod,
-                    message,
-                    nomination,
-                });
+                self.unschedulable(profile, qp, failure, nomination, started, tx);
             }
             Err(ScheduleError::Internal(e)) => {
                 self.observe_failed(profile, Outcome::Error, started);
@@ -426,6 +422,33 @@ impl Shared {
                 );
             }
         }
+    }
+
+    /// No node fits `qp`'s pod: it waits in the queue, nominated where
+    /// preemption made room, and is told why.
+    fn unschedulable(
+        &self,
+        profile: &Profile,
+        qp: QueuedPod,
+        failure: Failure,
+        nomination: Option<Nomination>,
+        started: tokio::time::Instant,
+        tx: &mpsc::UnboundedSender<Job>,
+    ) {
+        self.observe_failed(profile, Outcome::Unschedulable, started);
+        let pod = qp.info;
+        tracing::debug!(pod = %pod.key, message = %failure.message, "unschedulable");
+        self.queue.with(|q, now| {
+            q.requeue_unschedulable(&pod.key, qp.cycle, failure.plugins, now);
+            if let Some(n) = &nomination {
+                q.nominate(&pod.key, &n.node);
+            }
+        });
+        let _ = tx.send(Job::Failed {
+            pod,
+            message: failure.message,
+            nomination,
+        });
     }
 
     async fn write(&self, job: Job) {

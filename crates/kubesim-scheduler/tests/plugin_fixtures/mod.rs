@@ -118,6 +118,7 @@ pub fn node_exact(
         pods_with_affinity: 0,
         pods_with_required_anti: 0,
         pods_with_volumes: 0,
+        lowest_priority: i32::MAX,
         used_ports: BTreeSet::new(),
         images: Default::default(),
         controlled: Vec::new(),
