@@ -134,8 +134,8 @@ pub async fn run_with(
 
 /// [`run_with`], each controller acting through the Api `identities`
 /// gives it (as kube-controller-manager's
-/// `--use-service-account-credentials`); `api` records their events and
-/// watches namespaces. None: every loop uses `api`.
+/// `--use-service-account-credentials`), events included; `api` watches
+/// namespaces for the per-namespace defaults. None: every loop uses `api`.
 pub async fn run_as(
     api: Arc<dyn Api>,
     identities: Option<Identities>,
@@ -145,15 +145,6 @@ pub async fn run_as(
     root_ca: Option<String>,
     options: Options,
 ) {
-    let (recorder, events) =
-        EventRecorder::new(api.clone(), clock.clone(), "kube-controller-manager");
-    let ctx = Arc::new(Context {
-        api: api.clone(),
-        informers: informers.clone(),
-        registry: registry.clone(),
-        clock: clock.clone(),
-        recorder,
-    });
     let on = |name: &str| options.controllers.enabled(name);
     // Each loop's Api: its upstream controller's own, when given.
     let api_as = |account: &str| -> Arc<dyn Api> {
@@ -162,18 +153,23 @@ pub async fn run_as(
             None => api.clone(),
         }
     };
-    let ctx_as = |account: &str| -> Arc<Context> {
-        if identities.is_none() {
-            return ctx.clone();
-        }
+    // Each loop records its events as upstream's controller does: through
+    // its own client, under its own source component (the FROM column of
+    // `kubectl get events`), with repeats counted per recorder.
+    let writers = std::sync::Mutex::new(Vec::new());
+    let ctx_from = |account: &str, source: &str| -> Arc<Context> {
+        let api = api_as(account);
+        let (recorder, writer) = EventRecorder::new(api.clone(), clock.clone(), source);
+        writers.lock().expect("not poisoned").push(writer);
         Arc::new(Context {
-            api: api_as(account),
-            informers: ctx.informers.clone(),
-            registry: ctx.registry.clone(),
-            clock: ctx.clock.clone(),
-            recorder: ctx.recorder.clone(),
+            api,
+            informers: informers.clone(),
+            registry: registry.clone(),
+            clock: clock.clone(),
+            recorder,
         })
     };
+    let ctx_as = |account: &str| ctx_from(account, event_source(account));
     let ns = namespace::NamespaceController::new(
         api_as("namespace-controller"),
         registry.clone(),
@@ -190,7 +186,7 @@ pub async fn run_as(
         );
     let gc = gc::GarbageCollector::new(
         api_as("generic-garbage-collector"),
-        registry,
+        registry.clone(),
         informers.clone(),
     );
     let jobs = job::JobController::new_as(
@@ -212,6 +208,56 @@ pub async fn run_as(
     let statefulsets = statefulset::StatefulSetController::new(ctx_as("statefulset-controller"));
     let daemonsets = daemonset::DaemonSetController::new(ctx_as("daemon-set-controller"));
     let podgroups = podgroup::PodGroupController::new(ctx_as(podgroup::ACCOUNT));
+    // The loops whose contexts are made as they start, built here so that
+    // every recorder exists before the event writers are gathered.
+    let endpoints = gated(
+        on("endpoints-controller"),
+        endpoints::legacy::run(ctx_as("endpoint-controller")),
+    );
+    let slices = gated(
+        on("endpointslice-controller"),
+        endpoints::slices::run(ctx_as("endpointslice-controller")),
+    );
+    let node_lifecycle = gated(
+        options.node_lifecycle && on("node-lifecycle-controller"),
+        nodelifecycle::run(ctx_as("node-controller")),
+    );
+    // Upstream's taint eviction acts with the node controller's role.
+    let taint_eviction = gated(
+        on("taint-eviction-controller"),
+        taint_eviction::run(ctx_from("node-controller", "taint-eviction-controller")),
+    );
+    let podgc = gated(
+        on("pod-garbage-collector-controller"),
+        podgc::run(
+            ctx_as("pod-garbage-collector"),
+            options.terminated_pod_gc_threshold,
+        ),
+    );
+    let protection = gated(
+        on("persistentvolumeclaim-protection-controller")
+            || on("persistentvolume-protection-controller"),
+        storage_protection::run_as(
+            ctx_as("pvc-protection-controller"),
+            ctx_as("pv-protection-controller"),
+            on("persistentvolumeclaim-protection-controller"),
+            on("persistentvolume-protection-controller"),
+        ),
+    );
+    let volume_release = gated(
+        on("persistentvolume-binder-controller"),
+        volume_release::run(ctx_as("persistent-volume-binder")),
+    );
+    // Upstream's binder also gives waiting claims the default class.
+    let default_class = gated(
+        on("persistentvolume-binder-controller"),
+        default_storage_class::run(ctx_as("persistent-volume-binder")),
+    );
+    let aggregation = gated(
+        on("clusterrole-aggregation-controller"),
+        clusterrole_aggregation::run(ctx_as("clusterrole-aggregation-controller")),
+    );
+    let events = futures::future::join_all(writers.into_inner().expect("not poisoned"));
     // Joined rather than spawned so that dropping (or aborting) this future
     // stops every loop together. Each loop runs under the upstream
     // controller whose work it does.
@@ -224,53 +270,15 @@ pub async fn run_as(
             defaults.run()
         ),
         gated(on("garbage-collector-controller"), gc.run()),
-        gated(
-            on("endpoints-controller"),
-            endpoints::legacy::run(ctx_as("endpoint-controller"))
-        ),
-        gated(
-            on("endpointslice-controller"),
-            endpoints::slices::run(ctx_as("endpointslice-controller"))
-        ),
-        gated(
-            options.node_lifecycle && on("node-lifecycle-controller"),
-            nodelifecycle::run(ctx_as("node-controller"))
-        ),
-        gated(
-            on("taint-eviction-controller"),
-            // Upstream's taint eviction acts with the node controller's role.
-            taint_eviction::run(ctx_as("node-controller"))
-        ),
-        gated(
-            on("pod-garbage-collector-controller"),
-            podgc::run(
-                ctx_as("pod-garbage-collector"),
-                options.terminated_pod_gc_threshold
-            )
-        ),
-        gated(
-            on("persistentvolumeclaim-protection-controller")
-                || on("persistentvolume-protection-controller"),
-            storage_protection::run_as(
-                ctx_as("pvc-protection-controller"),
-                ctx_as("pv-protection-controller"),
-                on("persistentvolumeclaim-protection-controller"),
-                on("persistentvolume-protection-controller"),
-            )
-        ),
-        gated(
-            on("persistentvolume-binder-controller"),
-            volume_release::run(ctx_as("persistent-volume-binder"))
-        ),
-        // Upstream's binder also gives waiting claims the default class.
-        gated(
-            on("persistentvolume-binder-controller"),
-            default_storage_class::run(ctx_as("persistent-volume-binder"))
-        ),
-        gated(
-            on("clusterrole-aggregation-controller"),
-            clusterrole_aggregation::run(ctx_as("clusterrole-aggregation-controller"))
-        ),
+        endpoints,
+        slices,
+        node_lifecycle,
+        taint_eviction,
+        podgc,
+        protection,
+        volume_release,
+        default_class,
+        aggregation,
         gated(on("job-controller"), jobs.run()),
         gated(on("cronjob-controller"), cronjobs.run()),
         gated(on("horizontal-pod-autoscaler-controller"), hpas.run()),
@@ -287,6 +295,18 @@ pub async fn run_as(
         // idle until the PodGroup kind is defined.
         gated(on(podgroup::CONTROLLER), podgroups.run()),
     );
+}
+
+/// The source component upstream's controller acting as `account`
+/// records its events under, where it differs from the account's name.
+fn event_source(account: &str) -> &str {
+    match account {
+        "daemon-set-controller" => "daemonset-controller",
+        "disruption-controller" => "controllermanager",
+        "persistent-volume-binder" => "persistentvolume-controller",
+        "endpointslice-controller" => "endpoint-slice-controller",
+        other => other,
+    }
 }
 
 pub(crate) fn resource_ref(r: &ResourceInfo) -> ResourceRef {

@@ -373,6 +373,34 @@ fn controllers_run_as_their_own_service_accounts() {
             .any(|l| l.contains(denied) && l.contains(rs) && l.contains("create"))
     });
     assert_eq!(c.names(&w("get pods -l app=api")).len(), 1);
+
+    // Each controller records its events as itself, under upstream's source
+    // component: the Deployment's scaling is the deployment controller's.
+    let scaled = c.items(&w("get events --field-selector reason=ScalingReplicaSet"));
+    assert!(
+        scaled
+            .iter()
+            .any(|e| e["source"]["component"] == "deployment-controller"),
+        "{scaled:?}"
+    );
+    // Without the rule for events in its role, its next event is refused
+    // and the refusal names its ServiceAccount, not the manager's user.
+    let dc = "system:serviceaccount:kube-system:deployment-controller";
+    let mut role = c.json(&w(
+        "get clusterrole system:controller:deployment-controller",
+    ));
+    role["rules"]
+        .as_array_mut()
+        .expect("rules")
+        .retain(|r| !r["resources"].to_string().contains("events"));
+    c.apply_stdin(&["replace", "-f", "-"], &role.to_string());
+    c.ok(&w("scale deployment api --replicas=2"));
+    c.wait_for("the event's refusal to be logged", || {
+        c.server
+            .log()
+            .lines()
+            .any(|l| l.contains(denied) && l.contains(dc) && l.contains("events"))
+    });
 }
 
 /// The emulated kubelets act as the ServiceAccount
