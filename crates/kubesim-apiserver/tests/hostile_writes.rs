@@ -84,6 +84,7 @@ fn decodes(plural: &str, obj: &Value) -> Result<(), String> {
         "namespaces" => into::<core::Namespace>(obj),
         "jobs" => into::<batch::Job>(obj),
         "configmaps" => into::<core::ConfigMap>(obj),
+        "leases" => into::<k8s_openapi::api::coordination::v1::Lease>(obj),
         other => Err(format!("no type for {other}")),
     }
 }
@@ -421,6 +422,118 @@ proptest! {
                     prop_assert!(false, "{path:?} stored a {} typed clients cannot read ({e}): {obj}", r.plural);
                 }
             }
+            Ok(())
+        })?;
+    }
+}
+
+/// What a kubelet (`system:node:n`) may reach, each as the admin seeds it:
+/// its Node, a pod bound to it, a pod bound to another node, its Lease.
+fn kubelet_seeds() -> Vec<(ResourceRef, &'static str, Value)> {
+    vec![
+        (
+            ResourceRef::core("nodes"),
+            "",
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n",
+                    "labels": {"kubernetes.io/hostname": "n", "node-restriction.kubernetes.io/pool": "a"}},
+                "status": {"capacity": {"cpu": "4", "pods": "110"}}}),
+        ),
+        (
+            ResourceRef::core("pods"),
+            "default",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": "Pending"}}),
+        ),
+        (
+            ResourceRef::core("pods"),
+            "default",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q"},
+                "spec": {"nodeName": "m", "containers": [{"name": "c", "image": "i"}]}}),
+        ),
+        (
+            ResourceRef::new("coordination.k8s.io", "v1", "leases"),
+            "kube-node-lease",
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "n"},
+                "spec": {"holderIdentity": "n", "leaseDurationSeconds": 40}}),
+        ),
+    ]
+}
+
+/// A server enforcing `Node,RBAC` with the kubelet seeds stored: the
+/// admin's client and kubelet n's.
+async fn kubelet_server() -> (Arc<dyn Api>, Arc<dyn Api>) {
+    use kubesim_apiserver::auth::UserInfo;
+    use kubesim_apiserver::inprocess::InProcess;
+    let store: Arc<dyn kubesim_store::Store> =
+        Arc::new(kubesim_store::MemStore::ephemeral(Default::default()));
+    let epoch = jiff::Timestamp::constant(1_767_225_600, 0);
+    let server = kubesim_apiserver::Server::new(
+        store,
+        kubesim_runtime::Clock::simulated(epoch),
+        kubesim_runtime::Rng::seeded(1),
+    );
+    server.bootstrap().await.expect("bootstrap");
+    server.enable_rbac(true);
+    server.enable_node_authorizer(true);
+    let admin: Arc<dyn Api> = Arc::new(InProcess::new(server.clone(), "test"));
+    for (r, ns, obj) in kubelet_seeds() {
+        admin
+            .create(&r, ns, obj, &WriteOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("seed {}: {}", r.plural, e.message));
+    }
+    let kubelet = UserInfo::authenticated("system:node:n", vec!["system:nodes".into()]);
+    let as_kubelet: Arc<dyn Api> = Arc::new(InProcess::as_user(server, "kubelet", kubelet));
+    (admin, as_kubelet)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    /// Random type confusions from a kubelet, through random write paths,
+    /// under the Node authorizer and NodeRestriction: whatever is
+    /// answered, no 5xx, a refused write changes nothing, every stored
+    /// object decodes, and nothing outside the kubelet's reach changes:
+    /// another node's pod, or a label in `node-restriction.kubernetes.io`.
+    #[test]
+    fn no_kubelet_write_stores_what_it_may_not(
+        kind in 0usize..4,
+        pick in any::<usize>(),
+        with in any_json(),
+        path in prop_oneof![
+            Just(Path::Create), Just(Path::Update), Just(Path::Merge), Just(Path::Strategic),
+            Just(Path::Json), Just(Path::Apply), Just(Path::Status)
+        ],
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (admin, kubelet) = kubelet_server().await;
+            let (r, ns, seed) = kubelet_seeds().swap_remove(kind);
+            let bad = mutated(&seed, pick, with);
+            let pods = ResourceRef::core("pods");
+            let other_pod = admin.get(&pods, "default", "q").await.unwrap();
+            let before = stored(&*admin, &r).await;
+            let answer = send(&*kubelet, &r, ns, path, &bad).await;
+            let after = stored(&*admin, &r).await;
+            if let Err(e) = &answer {
+                prop_assert!(e.code < 500, "{path:?} answered {}: {}", e.code, e.message);
+                prop_assert_eq!(&after, &before, "a refused {:?} changed the store", path);
+            }
+            for obj in &after {
+                if let Err(e) = decodes(&r.plural, obj) {
+                    prop_assert!(false, "{path:?} stored a {} typed clients cannot read ({e}): {obj}", r.plural);
+                }
+            }
+            prop_assert_eq!(admin.get(&pods, "default", "q").await.unwrap(), other_pod,
+                "kubelet n changed a pod of node m through {:?}", path);
+            let node = admin.get(&ResourceRef::core("nodes"), "", "n").await.unwrap();
+            prop_assert_eq!(&node["metadata"]["labels"]["node-restriction.kubernetes.io/pool"], "a",
+                "kubelet n changed a restricted label through {:?}: {}", path, node);
             Ok(())
         })?;
     }
