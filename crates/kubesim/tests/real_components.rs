@@ -137,10 +137,21 @@ impl Component {
     /// free could be taken by a parallel test), nor delegated
     /// authentication, which plain HTTP cannot offer.
     fn start(name: &'static str, binary: &Path, cluster: &Cluster, extra: &[&str]) -> Self {
+        Self::start_as(name, binary, cluster, &cluster.kubeconfig, extra)
+    }
+
+    /// [`start`](Self::start) with the identity of `kubeconfig`.
+    fn start_as(
+        name: &'static str,
+        binary: &Path,
+        cluster: &Cluster,
+        kubeconfig: &Path,
+        extra: &[&str],
+    ) -> Self {
         let dir = cluster.dir.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("log");
-        let kubeconfig = cluster.kubeconfig.display().to_string();
+        let kubeconfig = kubeconfig.display().to_string();
         let mut cmd = Command::new(binary);
         cmd.arg(format!("--kubeconfig={kubeconfig}"))
             .arg("--leader-elect=false")
@@ -365,8 +376,43 @@ spec:
 #[test]
 #[ignore = "needs the real kube-scheduler and kube-controller-manager: scripts/test runs it with --ignored once scripts/real-components has built them, and says loudly when it could not"]
 fn real_scheduler_binds_a_deployments_pods() {
-    let b = binaries();
     let c = Cluster::start_with("real-scheduler", &["--scheduler", "none", "--nodes", "3"]);
+    let kubeconfig = c.kubeconfig.clone();
+    let s = scheduler_binds_web(&c, &kubeconfig);
+    // The binding went through the scheduler's own events.
+    let events = c.ok(&["get", "events", "--field-selector", "reason=Scheduled"]);
+    assert!(events.contains("Successfully assigned"), "{events}");
+    drop(s);
+}
+
+#[test]
+#[ignore = "needs the real kube-scheduler and kube-controller-manager: scripts/test runs it with --ignored once scripts/real-components has built them, and says loudly when it could not"]
+fn real_scheduler_works_as_system_kube_scheduler_under_rbac() {
+    // Over TLS with RBAC on, the scheduler gets the client certificate
+    // `kubesim up` writes for it, and so only the rights of upstream's
+    // system:kube-scheduler and system:volume-scheduler roles.
+    let c = Cluster::start_with(
+        "real-scheduler-rbac",
+        &["--tls", "--scheduler", "none", "--nodes", "3"],
+    );
+    let kubeconfig = c.dir.join("pki").join("kube-scheduler.kubeconfig");
+    assert!(kubeconfig.is_file(), "{} is missing", kubeconfig.display());
+    let s = scheduler_binds_web(&c, &kubeconfig);
+    let log = s.log();
+    assert!(
+        !log.contains("forbidden"),
+        "the scheduler was refused something its role should allow\n{}",
+        s.report()
+    );
+    let events = c.ok(&["get", "events", "--field-selector", "reason=Scheduled"]);
+    assert!(events.contains("Successfully assigned"), "{events}");
+}
+
+/// Applies the Deployment `web` on a cluster with no scheduler of its own,
+/// checks its pods stay unbound, then starts the real kube-scheduler with
+/// `kubeconfig` and waits until it has bound all three and they run.
+fn scheduler_binds_web(c: &Cluster, kubeconfig: &Path) -> Component {
+    let b = binaries();
     let nodes: BTreeSet<String> = c
         .names(&["get", "nodes"])
         .into_iter()
@@ -376,22 +422,22 @@ fn real_scheduler_binds_a_deployments_pods() {
 
     // kubesim's own scheduler is off: the pods are created but stay unbound.
     c.wait_for("the Deployment's 3 pods", || {
-        items(&c, &["get", "pods", "-l", "app=web"]).len() == 3
+        items(c, &["get", "pods", "-l", "app=web"]).len() == 3
     });
     std::thread::sleep(Duration::from_secs(2));
-    for p in items(&c, &["get", "pods", "-l", "app=web"]) {
+    for p in items(c, &["get", "pods", "-l", "app=web"]) {
         assert!(
             p["spec"]["nodeName"].is_null(),
             "bound without a scheduler: {p}"
         );
     }
 
-    let mut s = Component::start("kube-scheduler", &b.scheduler, &c, &[]);
+    let mut s = Component::start_as("kube-scheduler", &b.scheduler, c, kubeconfig, &[]);
     let bound = s.wait_for(
         "the real scheduler to bind 3 pods",
         Duration::from_secs(90),
         || {
-            let pods = items(&c, &["get", "pods", "-l", "app=web"]);
+            let pods = items(c, &["get", "pods", "-l", "app=web"]);
             let bound: Vec<String> = pods
                 .iter()
                 .filter_map(|p| p["spec"]["nodeName"].as_str().map(str::to_string))
@@ -404,13 +450,11 @@ fn real_scheduler_binds_a_deployments_pods() {
     }
     // The emulated kubelets run what the scheduler placed.
     s.wait_for("the 3 pods to run", Duration::from_secs(60), || {
-        let pods = items(&c, &["get", "pods", "-l", "app=web"]);
+        let pods = items(c, &["get", "pods", "-l", "app=web"]);
         (pods.len() == 3 && pods.iter().all(|p| p["status"]["phase"] == "Running")).then_some(())
     });
-    // The binding went through the scheduler's own events.
-    let events = c.ok(&["get", "events", "--field-selector", "reason=Scheduled"]);
-    assert!(events.contains("Successfully assigned"), "{events}");
     s.check_running();
+    s
 }
 
 /// A cluster whose own controllers are off, and the real
