@@ -126,7 +126,17 @@ pub fn shape(profile: &Profile, pod: &PodInfo) -> Option<String> {
         .post_filter
         .iter()
         .all(|p| p.name() == preemption::NAME);
-    if nominated || !post || pod.affinity.any || pod.volumes.is_some() {
+    if nominated || !post {
+        return None;
+    }
+    let own = pod.shape.get_or_init(|| pod_shape(pod)).as_deref()?;
+    Some(format!("{}\u{0}{own}", profile.name))
+}
+
+/// The pod's own part of [`shape`]: its priority and cut spec, or None
+/// when its affinity or volumes make its verdict depend on other pods.
+fn pod_shape(pod: &PodInfo) -> Option<Arc<str>> {
+    if pod.affinity.any || pod.volumes.is_some() {
         return None;
     }
     let Some(Value::Object(spec)) = pod.pod.get("spec") else {
@@ -152,12 +162,7 @@ pub fn shape(profile: &Profile, pod: &PodInfo) -> Option<String> {
         };
         kept.insert(k.clone(), v);
     }
-    Some(format!(
-        "{}\u{0}{}\u{0}{}",
-        profile.name,
-        pod.priority,
-        Value::Object(kept)
-    ))
+    Some(format!("{}\u{0}{}", pod.priority, Value::Object(kept)).into())
 }
 
 impl Failures {

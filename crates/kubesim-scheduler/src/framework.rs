@@ -70,6 +70,11 @@ pub struct PodInfo {
     pub controller: Option<String>,
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
+    /// The pod's part of its failure-replay key, made the first time a
+    /// failed attempt asks for it ([`crate::failures::shape`]): the pod's
+    /// retries share this value rather than cut and serialize its spec
+    /// again. Not carried to another version of the pod.
+    pub shape: std::sync::OnceLock<Option<Arc<str>>>,
 }
 
 /// A disk a pod names inline that the cluster lets only one node (or one

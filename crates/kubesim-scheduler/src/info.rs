@@ -249,6 +249,7 @@ impl PodInfo {
             volumes,
             controller: controller_uid(&pod).map(str::to_string),
             deleting: meta::is_deleting(&pod),
+            shape: Default::default(),
             pod,
         }
     }
@@ -269,6 +270,7 @@ impl PodInfo {
             volumes: self.volumes.clone(),
             controller: self.controller.clone(),
             deleting: self.deleting,
+            shape: self.shape.clone(),
         }
     }
 
@@ -321,6 +323,7 @@ impl PodInfo {
             volumes,
             controller: self.controller.clone(),
             deleting: self.deleting,
+            shape: Default::default(),
         })
     }
 
