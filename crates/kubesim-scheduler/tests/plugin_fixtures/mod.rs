@@ -73,6 +73,7 @@ pub fn pod_with(
         non_zero_requests: requests,
         host_ports: Vec::new(),
         node_name: String::new(),
+        shape: Default::default(),
     }
 }
 
