@@ -36,7 +36,17 @@ pub struct EmulatorConfig {
     /// A helper thread for work whose results are wanted later (the
     /// patches of delayed stages, rendered ahead).
     pub ahead: Option<kubesim_runtime::Ahead>,
+    /// Pods whose stages are played at once (kwok's
+    /// `podPlayStageParallelism`): each step waits for the API's answer,
+    /// so over a network this bounds the pods a shard moves a second.
+    pub pod_parallelism: usize,
+    /// Nodes whose stages are played at once (kwok's
+    /// `nodePlayStageParallelism`).
+    pub node_parallelism: usize,
 }
+
+/// kwok's default for both `...PlayStageParallelism` options.
+pub const DEFAULT_PARALLELISM: usize = 4;
 
 impl Default for EmulatorConfig {
     fn default() -> Self {
@@ -49,6 +59,8 @@ impl Default for EmulatorConfig {
             usage: true,
             csi_nodes: true,
             ahead: None,
+            pod_parallelism: DEFAULT_PARALLELISM,
+            node_parallelism: DEFAULT_PARALLELISM,
         }
     }
 }
@@ -168,6 +180,8 @@ impl Emulator {
             ),
             registry: kubesim_core::Registry::new(),
             ahead: config.ahead.clone(),
+            pod_parallelism: config.pod_parallelism.max(1),
+            node_parallelism: config.node_parallelism.max(1),
         });
         let stages = stage::engine::run(
             shared,

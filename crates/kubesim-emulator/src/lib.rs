@@ -22,4 +22,4 @@ pub mod shard;
 pub mod stage;
 pub mod usage;
 
-pub use emulator::{run, run_shared, Emulator, EmulatorConfig};
+pub use emulator::{run, run_shared, Emulator, EmulatorConfig, DEFAULT_PARALLELISM};

@@ -27,7 +27,7 @@ use crate::managed::NodeSelector;
 
 /// How often a hung kubelet's action is tried again.
 const HUNG_RETRY: Duration = Duration::from_secs(10);
-/// Concurrent step runners per kind.
+/// Concurrent step runners for a kind other than pods and nodes.
 const WORKERS: usize = 4;
 
 /// What every kind's lifecycle shares.
@@ -42,6 +42,9 @@ pub struct Shared {
     pub registry: Registry,
     /// Where a stage's first patch is rendered ahead of its job.
     pub ahead: Option<Ahead>,
+    /// Concurrent step runners for pods, and for nodes.
+    pub pod_parallelism: usize,
+    pub node_parallelism: usize,
 }
 
 #[derive(Clone)]
@@ -285,8 +288,13 @@ impl Lifecycle {
     }
 
     pub async fn run(self: Arc<Self>) {
+        let workers = match self.kind {
+            Kind::Pod => self.shared.pod_parallelism,
+            Kind::Node => self.shared.node_parallelism,
+            Kind::Other => WORKERS,
+        };
         let this = self.clone();
-        run_workers(self.queue.clone(), WORKERS, "stages", move |key| {
+        run_workers(self.queue.clone(), workers, "stages", move |key| {
             let this = this.clone();
             async move { this.execute(key).await }
         })

@@ -83,6 +83,10 @@ pub struct BenchArgs {
     /// that; 0 for no limit); by default, `kubesim emulate`'s own.
     #[arg(long, value_name = "QPS")]
     pub kube_api_qps: Option<f64>,
+    /// `bringup --attach`: each shard's `--pod-play-stage-parallelism`; by
+    /// default, `kubesim emulate`'s own.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub pod_play_stage_parallelism: Option<u16>,
     /// `api`: give the pods a scheduler name nobody serves, so that no
     /// component writes to them: the API server's own cost per stored
     /// pod. By default the cluster's scheduler (with no nodes to offer)

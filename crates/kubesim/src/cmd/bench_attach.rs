@@ -17,6 +17,7 @@ pub(crate) async fn start_shards(
     dir: &std::path::Path,
     shards: u32,
     qps: Option<f64>,
+    pod_parallelism: Option<u16>,
 ) -> anyhow::Result<Vec<Child>> {
     let exe = std::env::current_exe()?;
     let kubeconfig = dir.join("kubeconfig");
@@ -30,10 +31,14 @@ pub(crate) async fn start_shards(
         ],
         None => Vec::new(),
     };
+    let parallelism: Vec<String> = pod_parallelism
+        .map(|p| vec!["--pod-play-stage-parallelism".into(), p.to_string()])
+        .unwrap_or_default();
     for i in 0..shards {
         let child = std::process::Command::new(&exe)
             .arg("emulate")
             .args(&limits)
+            .args(&parallelism)
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["--shard", &format!("{i}/{shards}")])

@@ -165,8 +165,14 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
     let pid = child.child.id();
     let shards = match args.attach {
         Some(n) => {
-            super::bench_attach::start_shards(&clock, child.dir(), n.max(1), args.kube_api_qps)
-                .await?
+            super::bench_attach::start_shards(
+                &clock,
+                child.dir(),
+                n.max(1),
+                args.kube_api_qps,
+                args.pod_play_stage_parallelism,
+            )
+            .await?
         }
         None => Vec::new(),
     };
@@ -176,10 +182,14 @@ async fn bringup(args: &BenchArgs) -> anyhow::Result<()> {
         args.clients,
         match args.attach {
             Some(n) => format!(
-                ", kubelets in {} kubesim emulate shards{}",
+                ", kubelets in {} kubesim emulate shards{}{}",
                 n.max(1),
                 match args.kube_api_qps {
                     Some(q) => format!(" at --kube-api-qps {q}"),
+                    None => String::new(),
+                },
+                match args.pod_play_stage_parallelism {
+                    Some(p) => format!(", --pod-play-stage-parallelism {p}"),
                     None => String::new(),
                 }
             ),
