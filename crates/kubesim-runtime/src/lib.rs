@@ -24,7 +24,7 @@ mod panics;
 #[cfg(feature = "remote")]
 pub mod remote;
 #[cfg(feature = "remote")]
-mod remote_transport;
+pub mod remote_transport;
 pub mod rng;
 pub mod shape_check;
 mod spam;

@@ -37,9 +37,21 @@ pub enum TransportError {
     ServerName { name: String, reason: String },
 }
 
-/// A client for `config`: over TLS one that offers HTTP/2, otherwise
+/// Whether HTTP/2 is turned off, by client-go's switch: the environment
+/// variable `DISABLE_HTTP2` set to anything but the empty string.
+fn http2_disabled() -> bool {
+    std::env::var_os("DISABLE_HTTP2").is_some_and(|v| !v.is_empty())
+}
+
+/// A client for `config`: over TLS one that offers HTTP/2 (unless
+/// `DISABLE_HTTP2` is set, as for client-go), otherwise
 /// kube-rs's own.
 pub fn client(config: Config) -> Result<Client, TransportError> {
+    client_offering(config, !http2_disabled())
+}
+
+/// [`client`], offering HTTP/2 over TLS only when `http2` is true.
+pub fn client_offering(config: Config, http2: bool) -> Result<Client, TransportError> {
     if config.cluster_url.scheme_str() != Some("https") || config.proxy_url.is_some() {
         return Ok(Client::try_from(config)?);
     }
@@ -65,7 +77,12 @@ pub fn client(config: Config) -> Result<Client, TransportError> {
         }
         None => builder,
     };
-    let https = builder.enable_http1().enable_http2().wrap_connector(tcp);
+    let builder = builder.enable_http1();
+    let https = if http2 {
+        builder.enable_http2().wrap_connector(tcp)
+    } else {
+        builder.wrap_connector(tcp)
+    };
     // The same timeouts kube-rs's own transport applies.
     let mut connector = TimeoutConnector::new(https);
     connector.set_connect_timeout(config.connect_timeout);

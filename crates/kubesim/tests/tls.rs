@@ -334,3 +334,26 @@ fn the_remote_client_speaks_http2_over_tls() {
         }
     });
 }
+
+/// With HTTP/2 turned off (client-go's `DISABLE_HTTP2`, which `client`
+/// reads), the same transport speaks HTTP/1.1 to the same server.
+#[test]
+fn the_remote_client_can_be_held_to_http1() {
+    let server = start("h1");
+    let kc = server.dir.join("kubeconfig");
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&kc).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .expect("config");
+        for (http2, version) in [(true, http::Version::HTTP_2), (false, http::Version::HTTP_11)] {
+            let client = kubesim_runtime::remote_transport::client_offering(config.clone(), http2)
+                .expect("client");
+            let get = http::Request::get("/version")
+                .body(kube::client::Body::empty())
+                .unwrap();
+            let res = client.send(get).await.expect("GET /version");
+            assert_eq!(res.version(), version, "offering HTTP/2: {http2}");
+        }
+    });
+}
