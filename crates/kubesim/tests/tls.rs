@@ -346,7 +346,10 @@ fn the_remote_client_can_be_held_to_http1() {
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
             .expect("config");
-        for (http2, version) in [(true, http::Version::HTTP_2), (false, http::Version::HTTP_11)] {
+        for (http2, version) in [
+            (true, http::Version::HTTP_2),
+            (false, http::Version::HTTP_11),
+        ] {
             let client = kubesim_runtime::remote_transport::client_offering(config.clone(), http2)
                 .expect("client");
             let get = http::Request::get("/version")
