@@ -5,7 +5,9 @@
 //!   StatefulSet passes the server's validation.
 //! - The image's root file system holds all the binary needs: it runs
 //!   under `chroot` as the image's non-root user. Building the image
-//!   itself needs a container engine; without one the test says so.
+//!   itself needs a container engine; where one answers, the image is
+//!   built and run against a cluster, and brings its nodes up. Without
+//!   one the test says so.
 
 mod common;
 
@@ -198,7 +200,7 @@ fn the_image_root_holds_what_the_binary_needs() {
         .output()
         .unwrap();
     match built.status.code() {
-        Some(0) => {}
+        Some(0) => runs_as_a_container("kubesim-emulate:test"),
         Some(3) => eprintln!(
             "NOT RUN: building the container image: {}",
             String::from_utf8_lossy(&built.stderr).trim()
@@ -208,4 +210,83 @@ fn the_image_root_holds_what_the_binary_needs() {
             String::from_utf8_lossy(&built.stderr)
         ),
     }
+}
+
+/// The first container engine that answers.
+fn engine() -> Option<&'static str> {
+    ["docker", "podman"].into_iter().find(|e| {
+        Command::new(e)
+            .arg("info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// Runs `image` against a `kubesim up` with no emulator of its own, on the
+/// host's network, and waits for the nodes it brings up to be Ready.
+fn runs_as_a_container(image: &str) {
+    let engine = engine().expect("the image was built, so an engine answers");
+    let server = tls::start("emulate-image", &["--emulator", "none"]);
+    let admin = server.kubeconfig();
+    // The image's user is not root: it gets a copy it may read.
+    let config = server.dir.join("container-config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::copy(&admin, config.join("kubeconfig")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        config.join("kubeconfig"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let name = format!("kubesim-emulate-test-{}", std::process::id());
+    let started = Command::new(engine)
+        .args(["run", "-d", "--name", &name, "--network", "host", "-v"])
+        .arg(format!("{}:/config:ro", config.display()))
+        .args([
+            image,
+            "--kubeconfig",
+            "/config/kubeconfig",
+            "--nodes",
+            "2",
+            "--shard",
+            "0/1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        started.status.success(),
+        "{engine} run: {}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let result = std::panic::catch_unwind(|| {
+        within(Duration::from_secs(60), "2 Ready nodes", || {
+            let out = ok(
+                &admin,
+                &[
+                    "get",
+                    "nodes",
+                    "-o",
+                    "jsonpath={.items[*].status.conditions[?(@.type=='Ready')].status}",
+                ],
+            );
+            out.split_whitespace().filter(|s| *s == "True").count() == 2
+        });
+    });
+    let user = Command::new(engine)
+        .args(["inspect", "-f", "{{.Config.User}}", &name])
+        .output()
+        .unwrap();
+    let logs = Command::new(engine).args(["logs", &name]).output().unwrap();
+    let _ = Command::new(engine).args(["rm", "-f", &name]).output();
+    if let Err(e) = result {
+        eprintln!(
+            "the container's log:\n{}",
+            String::from_utf8_lossy(&logs.stderr)
+        );
+        std::panic::resume_unwind(e);
+    }
+    assert_eq!(String::from_utf8_lossy(&user.stdout).trim(), "65532:65532");
 }
