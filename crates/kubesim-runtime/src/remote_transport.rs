@@ -44,23 +44,29 @@ fn http2_disabled() -> bool {
 }
 
 /// A client for `config`: over TLS one that offers HTTP/2 (unless
-/// `DISABLE_HTTP2` is set, as for client-go), otherwise
-/// kube-rs's own.
+/// `DISABLE_HTTP2` is set, as for client-go); over plain HTTP, HTTP/1.1.
 pub fn client(config: Config) -> Result<Client, TransportError> {
     client_offering(config, !http2_disabled())
 }
 
 /// [`client`], offering HTTP/2 over TLS only when `http2` is true.
 pub fn client_offering(config: Config, http2: bool) -> Result<Client, TransportError> {
-    if config.cluster_url.scheme_str() != Some("https") || config.proxy_url.is_some() {
+    if config.proxy_url.is_some() {
         return Ok(Client::try_from(config)?);
     }
+    // Small writes leave at once, as Go's connections (client-go's and
+    // the API server's) do by default: with Nagle's algorithm a stream's
+    // frame written behind an unacknowledged one waits for the peer's
+    // delayed acknowledgement.
+    let mut tcp = HttpConnector::new();
+    tcp.set_nodelay(true);
+    if config.cluster_url.scheme_str() != Some("https") {
+        return build(tcp, &config);
+    }
+    tcp.enforce_http(false);
     // The connector writes the ALPN list (h2, http/1.1) from the
     // protocols enabled below.
     let tls = config.rustls_client_config()?;
-
-    let mut tcp = HttpConnector::new();
-    tcp.enforce_http(false);
     let builder = HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_only();
@@ -78,13 +84,28 @@ pub fn client_offering(config: Config, http2: bool) -> Result<Client, TransportE
         None => builder,
     };
     let builder = builder.enable_http1();
-    let https = if http2 {
-        builder.enable_http2().wrap_connector(tcp)
+    if http2 {
+        build(builder.enable_http2().wrap_connector(tcp), &config)
     } else {
-        builder.wrap_connector(tcp)
-    };
+        build(builder.wrap_connector(tcp), &config)
+    }
+}
+
+/// The client over `connector`, with kube-rs's timeouts and layers.
+fn build<C>(connector: C, config: &Config) -> Result<Client, TransportError>
+where
+    C: tower::Service<http::Uri> + Clone + Send + Sync + 'static,
+    C::Response: hyper::rt::Read
+        + hyper::rt::Write
+        + hyper_util::client::legacy::connect::Connection
+        + Send
+        + Unpin
+        + 'static,
+    C::Future: Send + Unpin + 'static,
+    C::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     // The same timeouts kube-rs's own transport applies.
-    let mut connector = TimeoutConnector::new(https);
+    let mut connector = TimeoutConnector::new(connector);
     connector.set_connect_timeout(config.connect_timeout);
     connector.set_read_timeout(config.read_timeout);
     connector.set_write_timeout(config.write_timeout);
@@ -103,5 +124,5 @@ pub fn client_offering(config: Config, http2: bool) -> Result<Client, TransportE
         // it must too.
         .map_err(tower::BoxError::from)
         .service(transport);
-    Ok(Client::new(service, config.default_namespace))
+    Ok(Client::new(service, config.default_namespace.clone()))
 }

@@ -425,6 +425,13 @@ async fn serve(args: UpArgs) -> anyhow::Result<()> {
     match pki {
         Some(p) => serve_tls(listener, router(app), &p, &clock, shutdown).await?,
         None => {
+            use axum::serve::ListenerExt;
+            // TCP_NODELAY as on the TLS listener below.
+            let listener = listener.tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+                }
+            });
             axum::serve(
                 listener,
                 router(app).into_make_service_with_connect_info::<SocketAddr>(),
@@ -492,6 +499,12 @@ async fn serve_tls(
                 }
             },
         };
+        // As Go's listeners (kube-apiserver's): small writes leave at
+        // once rather than wait behind an unacknowledged one, as the many
+        // streams of one HTTP/2 connection would all the time.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
+        }
         let acceptor = acceptor.clone();
         // The peer's address, for the audit log's sourceIPs.
         let app = app
