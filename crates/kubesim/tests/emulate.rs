@@ -8,165 +8,32 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::emulate::Emulate;
 use common::kubectl::Cluster;
-use serde_json::{json, Value};
+use common::shards::{owners, within, Reader, Shard};
+use serde_json::json;
 
 const NODES: usize = 20;
 
-/// One `kubesim emulate --shard I/2` process with its metrics endpoint.
-struct Shard {
-    index: u32,
-    port: u16,
-    process: Emulate,
-}
-
-impl Shard {
-    fn start(c: &Cluster, index: u32) -> Shard {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let args = [
-            "--nodes".to_string(),
-            NODES.to_string(),
-            "--shard".to_string(),
-            format!("{index}/2"),
-            "--metrics-listen".to_string(),
-            format!("127.0.0.1:{port}"),
-        ];
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let process = Emulate::start(&c.kubeconfig, &args, &c.dir, &format!("shard-{index}"));
-        Shard {
-            index,
-            port,
-            process,
-        }
-    }
-
-    /// Whether this shard serves the node's metrics, that is acts for it.
-    fn serves(&self, node: &str) -> bool {
-        let path = format!("/metrics/nodes/{node}/metrics/resource");
-        matches!(
-            common::http_request(self.port, "GET", &path, None),
-            Ok((200, _))
-        )
-    }
-}
-
-fn nodes(c: &Cluster) -> Vec<Value> {
-    c.server.json("GET", "/api/v1/nodes", None, 200)["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn ready(node: &Value) -> bool {
-    node["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-}
-
-fn names(c: &Cluster) -> Vec<String> {
-    nodes(c)
-        .iter()
-        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
-        .collect()
-}
-
-/// The shards serving each node.
-fn owners(names: &[String], shards: &[&Shard]) -> Vec<Vec<u32>> {
-    names
-        .iter()
-        .map(|n| {
-            shards
-                .iter()
-                .filter(|s| s.serves(n))
-                .map(|s| s.index)
-                .collect()
-        })
-        .collect()
-}
-
-fn running_pods(c: &Cluster) -> usize {
-    let list = c.server.json(
-        "GET",
-        "/api/v1/namespaces/default/pods?fieldSelector=status.phase%3DRunning",
-        None,
-        200,
-    );
-    list["items"].as_array().map_or(0, Vec::len)
-}
-
-/// Every node's lease renewTime, by node.
-fn renewals(c: &Cluster) -> Vec<(String, String)> {
-    let list = c.server.json(
-        "GET",
-        "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
-        None,
-        200,
-    );
-    list["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|l| {
-            (
-                l["metadata"]["name"].as_str().unwrap_or("").to_string(),
-                l["spec"]["renewTime"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
-}
-
-/// Polls `check` every half second until it gives Some or `limit` passes.
-fn within<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-/// Watches for `span`, every second, that every node stays Ready.
-fn all_ready_for(c: &Cluster, span: Duration, while_doing: &str) {
-    let end = Instant::now() + span;
-    while Instant::now() < end {
-        for n in nodes(c) {
-            assert!(
-                ready(&n),
-                "node {} went NotReady {while_doing}: {}",
-                n["metadata"]["name"],
-                n["status"]["conditions"]
-            );
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    }
+fn shard(c: &Cluster, index: u32) -> Shard {
+    Shard::start(&c.kubeconfig, &c.dir, index, 2, NODES, &[])
 }
 
 #[test]
 fn shards_split_take_over_and_give_back_the_nodes() {
     let c = Cluster::start_with("emulate", &["--emulator", "none"]);
-    let s0 = Shard::start(&c, 0);
-    let mut s1 = Shard::start(&c, 1);
+    let r = Reader {
+        kubeconfig: c.kubeconfig.clone(),
+    };
+    let s0 = shard(&c, 0);
+    let mut s1 = shard(&c, 1);
 
     // The pool, made by both shards at once, comes up Ready once.
     within(Duration::from_secs(90), "20 Ready nodes", || {
-        let n = nodes(&c);
-        (n.len() == NODES && n.iter().all(ready)).then_some(())
+        let n = r.nodes();
+        (n.len() == NODES && n.iter().all(common::shards::ready)).then_some(())
     });
     // kwok's Metric file, unchanged: its path answers for the nodes a
     // shard acts for (the emulators define the Metric kind as they start).
@@ -175,7 +42,7 @@ fn shards_split_take_over_and_give_back_the_nodes() {
     c.until(&["apply", "-f", metric.to_str().unwrap()], |o| {
         o.contains("created") || o.contains("unchanged")
     });
-    let names = names(&c);
+    let names = r.names();
     let split = within(Duration::from_secs(30), "one shard per node", || {
         let o = owners(&names, &[&s0, &s1]);
         o.iter().all(|v| v.len() == 1).then_some(o)
@@ -199,7 +66,7 @@ fn shards_split_take_over_and_give_back_the_nodes() {
         201,
     );
     within(Duration::from_secs(300), "1,000 Running pods", || {
-        (running_pods(&c) == 1000).then_some(())
+        (r.running_pods() == 1000).then_some(())
     });
 
     // Shard 1 dies: shard 0 takes its nodes over within 30 s, and no
@@ -217,8 +84,7 @@ fn shards_split_take_over_and_give_back_the_nodes() {
         },
     );
     let takeover = killed.elapsed();
-    all_ready_for(
-        &c,
+    r.all_ready_for(
         Duration::from_secs(45).saturating_sub(killed.elapsed()),
         "after the kill",
     );
@@ -232,7 +98,7 @@ fn shards_split_take_over_and_give_back_the_nodes() {
     );
     assert_eq!(status, 200, "{body}");
     within(Duration::from_secs(120), "1,100 Running pods", || {
-        (running_pods(&c) == 1100).then_some(())
+        (r.running_pods() == 1100).then_some(())
     });
 
     // It returns: its nodes move back, and every lease keeps being renewed.
@@ -245,9 +111,9 @@ fn shards_split_take_over_and_give_back_the_nodes() {
             (o == split).then_some(())
         },
     );
-    let before = renewals(&c);
-    all_ready_for(&c, Duration::from_secs(15), "after the return");
-    let after = renewals(&c);
+    let before = r.renewals();
+    r.all_ready_for(Duration::from_secs(15), "after the return");
+    let after = r.renewals();
     assert_eq!(before.len(), NODES);
     for ((node, a), (_, b)) in before.iter().zip(&after) {
         assert!(
