@@ -385,6 +385,58 @@ fn mutated(obj: &Value, pick: usize, with: Value) -> Value {
     out
 }
 
+/// Any write path.
+fn any_path() -> impl Strategy<Value = Path> {
+    prop_oneof![
+        Just(Path::Create),
+        Just(Path::Update),
+        Just(Path::Merge),
+        Just(Path::Strategic),
+        Just(Path::Json),
+        Just(Path::Apply),
+        Just(Path::Status)
+    ]
+}
+
+/// A current-thread runtime on paused time, for one proptest case.
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+/// Sends `bad` through `path` as `sender`, reading the store as `reader`:
+/// no 5xx, a refused write leaves the store as it was, and every stored
+/// object of `r` still decodes into its type.
+async fn sent_safely(
+    reader: &dyn Api,
+    sender: &dyn Api,
+    r: &ResourceRef,
+    ns: &str,
+    path: Path,
+    bad: &Value,
+) -> Result<(), TestCaseError> {
+    let before = stored(reader, r).await;
+    let answer = send(sender, r, ns, path, bad).await;
+    let after = stored(reader, r).await;
+    if let Err(e) = &answer {
+        prop_assert!(e.code < 500, "{path:?} answered {}: {}", e.code, e.message);
+        prop_assert_eq!(&after, &before, "a refused {:?} changed the store", path);
+    }
+    for obj in &after {
+        if let Err(e) = decodes(&r.plural, obj) {
+            prop_assert!(
+                false,
+                "{path:?} stored a {} typed clients cannot read ({e}): {obj}",
+                r.plural
+            );
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
 
@@ -396,33 +448,13 @@ proptest! {
         kind in 0usize..7,
         pick in any::<usize>(),
         with in any_json(),
-        path in prop_oneof![
-            Just(Path::Create), Just(Path::Update), Just(Path::Merge), Just(Path::Strategic),
-            Just(Path::Json), Just(Path::Apply), Just(Path::Status)
-        ],
+        path in any_path(),
     ) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        paused_runtime().block_on(async {
             let api = seeded().await;
             let (r, ns, seed) = seeds().swap_remove(kind);
             let bad = mutated(&seed, pick, with);
-            let before = stored(&*api, &r).await;
-            let answer = send(&*api, &r, ns, path, &bad).await;
-            let after = stored(&*api, &r).await;
-            if let Err(e) = &answer {
-                prop_assert!(e.code < 500, "{path:?} answered {}: {}", e.code, e.message);
-                prop_assert_eq!(&after, &before, "a refused {:?} changed the store", path);
-            }
-            for obj in &after {
-                if let Err(e) = decodes(&r.plural, obj) {
-                    prop_assert!(false, "{path:?} stored a {} typed clients cannot read ({e}): {obj}", r.plural);
-                }
-            }
-            Ok(())
+            sent_safely(&*api, &*api, &r, ns, path, &bad).await
         })?;
     }
 }
@@ -501,34 +533,15 @@ proptest! {
         kind in 0usize..4,
         pick in any::<usize>(),
         with in any_json(),
-        path in prop_oneof![
-            Just(Path::Create), Just(Path::Update), Just(Path::Merge), Just(Path::Strategic),
-            Just(Path::Json), Just(Path::Apply), Just(Path::Status)
-        ],
+        path in any_path(),
     ) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        paused_runtime().block_on(async {
             let (admin, kubelet) = kubelet_server().await;
             let (r, ns, seed) = kubelet_seeds().swap_remove(kind);
             let bad = mutated(&seed, pick, with);
             let pods = ResourceRef::core("pods");
             let other_pod = admin.get(&pods, "default", "q").await.unwrap();
-            let before = stored(&*admin, &r).await;
-            let answer = send(&*kubelet, &r, ns, path, &bad).await;
-            let after = stored(&*admin, &r).await;
-            if let Err(e) = &answer {
-                prop_assert!(e.code < 500, "{path:?} answered {}: {}", e.code, e.message);
-                prop_assert_eq!(&after, &before, "a refused {:?} changed the store", path);
-            }
-            for obj in &after {
-                if let Err(e) = decodes(&r.plural, obj) {
-                    prop_assert!(false, "{path:?} stored a {} typed clients cannot read ({e}): {obj}", r.plural);
-                }
-            }
+            sent_safely(&*admin, &*kubelet, &r, ns, path, &bad).await?;
             prop_assert_eq!(admin.get(&pods, "default", "q").await.unwrap(), other_pod,
                 "kubelet n changed a pod of node m through {:?}", path);
             let node = admin.get(&ResourceRef::core("nodes"), "", "n").await.unwrap();

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::kubectl::Cluster;
-use common::shards::{owners, within, Reader, Shard};
+use common::shards::{each_served_once, owners, within, Reader, Shard};
 use serde_json::json;
 
 const NODES: usize = 20;
@@ -43,10 +43,7 @@ fn shards_split_take_over_and_give_back_the_nodes() {
         o.contains("created") || o.contains("unchanged")
     });
     let names = r.names();
-    let split = within(Duration::from_secs(30), "one shard per node", || {
-        let o = owners(&names, &[&s0, &s1]);
-        o.iter().all(|v| v.len() == 1).then_some(o)
-    });
+    let split = each_served_once(Duration::from_secs(30), &names, &[&s0, &s1]);
     let of = |i| split.iter().filter(|v| v[0] == i).count();
     assert!(
         of(0) > 0 && of(1) > 0,
@@ -73,16 +70,7 @@ fn shards_split_take_over_and_give_back_the_nodes() {
     // node goes NotReady past the node monitor's 40 s grace period.
     s1.process.kill9();
     let killed = Instant::now();
-    within(
-        Duration::from_secs(30),
-        "shard 0 to act for every node",
-        || {
-            owners(&names, &[&s0])
-                .iter()
-                .all(|v| v.len() == 1)
-                .then_some(())
-        },
-    );
+    each_served_once(Duration::from_secs(30), &names, &[&s0]);
     let takeover = killed.elapsed();
     r.all_ready_for(
         Duration::from_secs(45).saturating_sub(killed.elapsed()),

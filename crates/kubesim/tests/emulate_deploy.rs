@@ -33,6 +33,20 @@ fn ok(kc: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// How many nodes are Ready, as the admin's kubectl reads them.
+fn ready_nodes(kubeconfig: &Path) -> usize {
+    let out = ok(
+        kubeconfig,
+        &[
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={.items[*].status.conditions[?(@.type=='Ready')].status}",
+        ],
+    );
+    out.split_whitespace().filter(|s| *s == "True").count()
+}
+
 fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !check() {
@@ -114,16 +128,7 @@ fn the_shipped_rbac_is_enough_for_emulate() {
         .unwrap();
     let result = std::panic::catch_unwind(|| {
         within(Duration::from_secs(60), "3 Ready nodes", || {
-            let out = ok(
-                &admin,
-                &[
-                    "get",
-                    "nodes",
-                    "-o",
-                    "jsonpath={.items[*].status.conditions[?(@.type=='Ready')].status}",
-                ],
-            );
-            out.split_whitespace().filter(|s| *s == "True").count() == 3
+            ready_nodes(&admin) == 3
         });
         ok(&admin, &["run", "p", "--image=registry.k8s.io/pause:3.10"]);
         within(Duration::from_secs(60), "the pod Running", || {
@@ -263,16 +268,7 @@ fn runs_as_a_container(image: &str) {
     );
     let result = std::panic::catch_unwind(|| {
         within(Duration::from_secs(60), "2 Ready nodes", || {
-            let out = ok(
-                &admin,
-                &[
-                    "get",
-                    "nodes",
-                    "-o",
-                    "jsonpath={.items[*].status.conditions[?(@.type=='Ready')].status}",
-                ],
-            );
-            out.split_whitespace().filter(|s| *s == "True").count() == 2
+            ready_nodes(&admin) == 2
         });
     });
     let user = Command::new(engine)

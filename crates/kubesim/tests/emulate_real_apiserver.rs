@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::shards::{owners, ready, within, Reader, Shard};
+use common::shards::{each_served_once, owners, ready, within, Reader, Shard};
 use common::tls::free_port;
 use serde_json::json;
 
@@ -154,10 +154,7 @@ fn shards_against_a_real_kube_apiserver() {
         (n.len() == NODES && n.iter().all(ready)).then_some(())
     });
     let names = r.names();
-    let split = within(Duration::from_secs(30), "one shard per node", || {
-        let o = owners(&names, &[&s0, &s1]);
-        o.iter().all(|v| v.len() == 1).then_some(o)
-    });
+    let split = each_served_once(Duration::from_secs(30), &names, &[&s0, &s1]);
     assert!(
         split.iter().any(|v| v[0] == 0) && split.iter().any(|v| v[0] == 1),
         "one shard holds every node: {split:?}"
@@ -201,16 +198,7 @@ fn shards_against_a_real_kube_apiserver() {
     // Lease is renewed within the node monitor's 40 s grace period.
     let before = r.renewals();
     s1.process.kill9();
-    within(
-        Duration::from_secs(30),
-        "shard 0 to act for every node",
-        || {
-            owners(&names, &[&s0])
-                .iter()
-                .all(|v| v.len() == 1)
-                .then_some(())
-        },
-    );
+    each_served_once(Duration::from_secs(30), &names, &[&s0]);
     within(
         Duration::from_secs(40),
         "every Lease renewed after the kill",

@@ -160,6 +160,15 @@ pub fn owners(names: &[String], shards: &[&Shard]) -> Vec<Vec<u32>> {
         .collect()
 }
 
+/// Waits up to `limit` until the shards together serve each node once; the
+/// shard of each node, then.
+pub fn each_served_once(limit: Duration, names: &[String], shards: &[&Shard]) -> Vec<Vec<u32>> {
+    within(limit, "one shard per node", || {
+        let o = owners(names, shards);
+        o.iter().all(|v| v.len() == 1).then_some(o)
+    })
+}
+
 /// Polls `check` every half second until it gives Some or `limit` passes.
 pub fn within<T>(limit: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + limit;
