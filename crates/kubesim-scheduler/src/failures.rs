@@ -73,8 +73,8 @@ struct Memo {
 
 #[derive(Default)]
 pub struct Failures {
-    memos: BTreeMap<String, Memo>,
-    order: VecDeque<String>,
+    memos: BTreeMap<Shape, Memo>,
+    order: VecDeque<Shape>,
 }
 
 /// What a failed attempt concludes: PostFilter's nomination, if any, and
@@ -120,7 +120,7 @@ fn post_filter_message(profile: &Profile, pod: &PodInfo, fit: &FitError) -> Stri
 /// a verdict: the profile, the priority, and the pod's spec as the
 /// scheduler keeps it, with each container cut to what filters read. None
 /// for a pod whose verdict is never replayed.
-pub fn shape(profile: &Profile, pod: &PodInfo) -> Option<String> {
+pub fn shape(profile: &Profile, pod: &PodInfo) -> Option<Shape> {
     let nominated = !pod.nominated_node().is_empty();
     let post = profile
         .post_filter
@@ -129,9 +129,13 @@ pub fn shape(profile: &Profile, pod: &PodInfo) -> Option<String> {
     if nominated || !post {
         return None;
     }
-    let own = pod.shape.get_or_init(|| pod_shape(pod)).as_deref()?;
-    Some(format!("{}\u{0}{own}", profile.name))
+    let own = pod.shape.get_or_init(|| pod_shape(pod)).as_ref()?;
+    Some((profile.name.clone(), own.clone()))
 }
+
+/// A [`shape`]: the profile's name, and the pod's own part, shared with
+/// the pod (no copy of its spec per attempt).
+pub type Shape = (String, Arc<str>);
 
 /// The pod's own part of [`shape`]: its priority and cut spec, or None
 /// when its affinity or volumes make its verdict depend on other pods.
@@ -171,7 +175,7 @@ impl Failures {
     /// changed since, which are judged again here.
     pub fn replay(
         &mut self,
-        shape: &str,
+        shape: &Shape,
         profile: &Profile,
         pod: &PodInfo,
         snap: &Snapshot,
@@ -219,7 +223,7 @@ impl Failures {
     /// Keeps the verdict of a full attempt that failed with no nomination.
     pub fn remember(
         &mut self,
-        shape: String,
+        shape: Shape,
         snap: &Snapshot,
         nominated: &Arc<Nominated>,
         fit: &FitError,

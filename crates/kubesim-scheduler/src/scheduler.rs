@@ -380,7 +380,7 @@ impl Shared {
         self.cache.update_snapshot(snapshot);
         let nominated = self.queue.nominated();
         let shape = failures::shape(profile, &pod);
-        if let Some(known) = shape.as_deref().and_then(|s| {
+        if let Some(known) = shape.as_ref().and_then(|s| {
             cycle
                 .failures
                 .replay(s, profile, &pod, snapshot, &nominated)
