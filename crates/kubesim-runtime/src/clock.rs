@@ -7,6 +7,7 @@
 //! [`Lockstep`] holds simulated time still in wall time, for processes
 //! outside the runtime.
 
+mod idle;
 mod lockstep;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
+pub use idle::{Idle, NextIdle};
 pub use lockstep::{Busy, Lockstep};
 
 #[derive(Clone, Debug)]
@@ -25,6 +27,8 @@ pub struct Clock {
     /// Sleeps that ran to their end and timeouts that ran out, over every
     /// clone of this clock: how often timers woke a component.
     fired: Arc<AtomicU64>,
+    /// The runtime's idle moments, when it reports them.
+    idle: Option<Idle>,
 }
 
 impl Clock {
@@ -35,6 +39,7 @@ impl Clock {
             start: tokio::time::Instant::now(),
             simulated: false,
             fired: Arc::default(),
+            idle: None,
         }
     }
 
@@ -46,6 +51,23 @@ impl Clock {
             start: tokio::time::Instant::now(),
             simulated: true,
             fired: Arc::default(),
+            idle: None,
+        }
+    }
+
+    /// This clock, knowing when its runtime runs out of work at an instant
+    /// (the runtime calls [`Idle::about_to_park`] when it parks).
+    pub fn with_idle(mut self, idle: Idle) -> Self {
+        self.idle = Some(idle);
+        self
+    }
+
+    /// Resolves once everything else due at the current instant has run:
+    /// at the runtime's next idle moment, when the clock knows it;
+    /// at once otherwise (real time has no instants to finish).
+    pub async fn settled(&self) {
+        if let Some(idle) = &self.idle {
+            idle.next().await;
         }
     }
 

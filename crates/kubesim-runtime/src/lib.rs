@@ -36,7 +36,7 @@ pub use api::{
     Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
 };
 pub use cache::Lazy;
-pub use clock::{Clock, Lockstep};
+pub use clock::{Clock, Idle, Lockstep};
 pub use events::{EventRecorder, EventStyle, EventType};
 pub use informer::{
     metadata_only, ownership_only, Cache, Change, Informer, Informers, KeyRef, KeyedMap, ObjectKey,

@@ -19,9 +19,10 @@
 //!   running.
 //!
 //! Plans use requested times, as Batsim's schedulers do; jobs run for
-//! their real time (at most their requested time), and every event
-//! (a job ends, a job arrives) plans again from what is running and
-//! waiting then. A job "fits" when every member is placed by the
+//! their real time (at most their requested time), and every instant
+//! with events (jobs end, jobs arrive) plans again from what is running
+//! and waiting then; in a simulation, once all of the instant's events
+//! have happened ([`kubesim_runtime::Clock::settled`]). A job "fits" when every member is placed by the
 //! profile's Filter and Score plugins, one after another on one snapshot
 //! ([`crate::coscheduling::place`]); on identical hosts with one pod per
 //! host this is counting free hosts.

@@ -319,6 +319,15 @@ pub async fn run_with_metrics(
     let mut failures = Failures::default();
     loop {
         let qp = shared.queue.pop().await;
+        // A batch policy plans all of an instant's events (jobs ending,
+        // jobs arriving) at once, as Batsim hands them to its scheduler in
+        // one message: it waits until nothing else is due at this instant.
+        if profiles
+            .get(qp.info.scheduler_name())
+            .is_some_and(|p| p.policy.is_some())
+        {
+            clock.settled().await;
+        }
         let started = clock.instant();
         let mut cycle = Cycle {
             algo: &mut algo,

@@ -166,3 +166,51 @@ fn parallel_jobs_run_on_as_many_hosts_as_they_ask_for() {
         .sum();
     assert_eq!(count, run.outcomes[0].job.res as usize, "{first}");
 }
+
+#[test]
+fn simulated_jobs_keep_their_run_times_to_the_microsecond() {
+    // Batsim's test_ptasks.json on cluster512.xml, simulated: each job's
+    // execution_time in jobs.csv is the expected_execution_time, to the
+    // microsecond (10 GB between two hosts: 10.000013 s), though the
+    // simulated clock moves in milliseconds; jobs past their walltime
+    // end at it.
+    let nodes = platform("cluster512.xml");
+    let opts = ReadOptions {
+        host_speed: cluster::common_speed(&nodes),
+        host_cpu_millis: cluster::common_cpu_millis(&nodes),
+        network: cluster::common_network(&nodes),
+        ..Default::default()
+    };
+    let file = batsim("test_ptasks.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let (jobs, _) = read_file(&file, "w0", &opts).unwrap();
+    assert!(jobs.len() >= 5, "{} jobs", jobs.len());
+    let run = kubesim_sim::engine::simulate(kubesim_sim::engine::Setup::new(nodes), jobs).unwrap();
+    let csv = kubesim_sim::output::jobs_csv::render(&run);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let mut fractional = 0;
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let profile = f[col("profile")];
+        // A job whose walltime is shorter is killed at its walltime.
+        let want = doc["profiles"][profile]["expected_execution_time"]
+            .as_f64()
+            .unwrap()
+            .min(f[col("requested_time")].parse().unwrap());
+        let got: f64 = f[col("execution_time")].parse().unwrap();
+        assert!(
+            (got - want).abs() < 1e-6,
+            "job {}: execution_time {got}, Batsim expects {want}",
+            f[col("job_id")]
+        );
+        let start: f64 = f[col("starting_time")].parse().unwrap();
+        let finish: f64 = f[col("finish_time")].parse().unwrap();
+        assert!((finish - start - got).abs() < 1e-6, "{line}");
+        if (want * 1000.0).fract().abs() > 1e-6 {
+            fractional += 1;
+        }
+    }
+    assert!(fractional >= 3, "only {fractional} run times below the ms");
+}

@@ -168,6 +168,48 @@ fn easy_backfills_a_long_job_on_a_host_the_reservation_leaves_spare() {
     );
 }
 
+// Events at one instant are planned together, as Batsim sends them in
+// one message. Two hosts; A1 and A2 really end at 10, long before their
+// walltimes of 100.
+const TWO_ENDS: &[(&str, f64, u32, f64, f64)] = &[
+    ("a1", 0.0, 1, 10.0, 100.0),
+    ("a2", 0.0, 1, 10.0, 100.0),
+    ("b", 1.0, 2, 5.0, 5.0),
+    ("d", 2.0, 1, 5.0, 50.0),
+];
+
+#[test]
+fn easy_plans_two_ends_at_one_instant_together() {
+    // B's reservation is at 100; D (2 + 50 <= 100) could backfill but
+    // finds no free host. At 10 both hosts free at once: B, the first
+    // waiting job, takes them, 10-15, and D follows at 15. Planned after
+    // the first end alone, D would take the one free host at 10 and push
+    // B back to 15.
+    expect(
+        &run("easy", 2, TWO_ENDS),
+        &[("a1", 0.0), ("a2", 0.0), ("b", 10.0), ("d", 15.0)],
+    );
+}
+
+// C arrives at 10, the instant A ends.
+const END_AND_ARRIVAL: &[(&str, f64, u32, f64, f64)] = &[
+    ("a", 0.0, 1, 10.0, 100.0),
+    ("b", 1.0, 2, 5.0, 5.0),
+    ("c", 10.0, 1, 5.0, 5.0),
+];
+
+#[test]
+fn easy_plans_an_end_and_an_arrival_at_one_instant_together() {
+    // At 10 A's host is free and C has arrived: B, first in line, takes
+    // both hosts, 10-15, and C waits until 15. Planned on C's arrival
+    // before A's end, C (10 + 5 <= B's reservation at 100) would take the
+    // free host and push B back to 15.
+    expect(
+        &run("easy", 2, END_AND_ARRIVAL),
+        &[("a", 0.0), ("b", 10.0), ("c", 15.0)],
+    );
+}
+
 #[test]
 fn a_profile_enabling_both_policies_is_refused() {
     let e = SchedulerConfig::parse(

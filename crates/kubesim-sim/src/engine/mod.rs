@@ -51,6 +51,18 @@ pub struct SimJob {
     pub manifest: Option<Value>,
 }
 
+impl SimJob {
+    /// Seconds the job runs: its run time, or its walltime when that is
+    /// shorter (it is then killed).
+    pub fn planned_run(&self) -> f64 {
+        match self.walltime {
+            Some(w) if w < self.run_time => w,
+            _ => self.run_time,
+        }
+        .max(0.0)
+    }
+}
+
 /// What to simulate on.
 pub struct Setup {
     /// The cluster's Node objects.
@@ -198,11 +210,16 @@ impl Drop for Closing {
 
 /// Runs `jobs` on `setup` to completion (or `until`), in virtual time.
 pub fn simulate(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
+    // The runtime says when it runs out of work at an instant, so that a
+    // batch policy plans all of an instant's events together.
+    let idle = kubesim_runtime::Idle::default();
+    let hook = idle.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
+        .on_thread_park(move || hook.about_to_park())
         .build()?;
-    let run = rt.block_on(run(setup, jobs));
+    let run = rt.block_on(run(setup, jobs, idle));
     // Shutting the runtime down drops the store and every cache, which
     // takes a while after a long run and changes nothing in its result:
     // done on another thread, it overlaps with writing the outputs.
@@ -235,8 +252,8 @@ fn scheduler_for(
     config
 }
 
-async fn run(setup: Setup, jobs: Vec<SimJob>) -> anyhow::Result<Run> {
-    let clock = Clock::simulated(setup.epoch);
+async fn run(setup: Setup, jobs: Vec<SimJob>, idle: kubesim_runtime::Idle) -> anyhow::Result<Run> {
+    let clock = Clock::simulated(setup.epoch).with_idle(idle);
     let rng = Rng::seeded(setup.seed);
     let store: Arc<dyn Store> = setup
         .store

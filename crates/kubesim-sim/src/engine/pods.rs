@@ -14,11 +14,7 @@ pub const JOB_INDEX: &str = "kubesim.io/job-index";
 /// A Pod per job, as Batkube made them: requests equal to limits, never
 /// restarted, running for its run time (or its walltime, if shorter).
 pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
-    let run = match job.walltime {
-        Some(w) if w < job.run_time => w,
-        _ => job.run_time,
-    };
-    let ms = (run.max(0.0) * 1000.0).round() as u64;
+    let ms = run_millis(job.planned_run());
     // Built from the inside out, every part moved into its parent:
     // `json!` would serialize an interpolated `Value` again.
     let mut resources = Map::new();
@@ -51,6 +47,17 @@ pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
     }
     pod["spec"] = spec;
     pod
+}
+
+/// Simulated time moves in whole milliseconds: a pod runs until the
+/// first millisecond at or after its job's end (10.000013 s runs to
+/// 10.001 s), so its host is never freed before the job is over. The
+/// job's own end is still recorded exactly (see the recorder).
+pub fn run_millis(secs: f64) -> u64 {
+    // Whole nanoseconds first, so that 10 s (10,000,000,000.000002 ns
+    // in floating point) is not taken for a hair over 10,000 ms.
+    let ns = (secs.max(0.0) * 1e9).round() as u128;
+    u64::try_from(ns.div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 /// Labels `pod` with its job's position in submission order, which the
@@ -282,6 +289,21 @@ mod tests {
             p["metadata"]["annotations"]["kubesim.io/run-duration"],
             "170500ms"
         );
+    }
+
+    #[test]
+    fn a_run_time_below_the_millisecond_rounds_up() {
+        assert_eq!(run_millis(10.0), 10_000);
+        assert_eq!(run_millis(10.000013), 10_001);
+        assert_eq!(run_millis(0.0001), 1);
+        assert_eq!(run_millis(0.0), 0);
+        assert_eq!(run_millis(-3.0), 0);
+        assert_eq!(
+            run_millis(0.1 + 0.2),
+            300,
+            "float noise is not a millisecond"
+        );
+        assert_eq!(run_millis(f64::MAX), u64::MAX);
     }
 
     #[test]

@@ -287,7 +287,7 @@ impl Recorder {
             let complete = s.succeeded[i] >= s.expected[i];
             if !finished && (complete || (single && phase == "Failed")) {
                 let o = &mut s.outcomes[i];
-                o.finish = Some(t);
+                o.finish = Some(exact_end(o, phase, t));
                 let killed = o.job.walltime.is_some_and(|w| w < o.job.run_time);
                 o.state = match (phase, killed) {
                     ("Failed", _) => FinalState::CompletedFailed,
@@ -326,6 +326,25 @@ impl Recorder {
 }
 
 /// Each node name's index in `nodes`; the first, should a name repeat.
+/// When a job observed to end at `t` really ended. Simulated time moves
+/// in whole milliseconds and a job's pods run to the first millisecond at
+/// or after its end ([`super::pods::run_millis`]); a generated job that
+/// succeeded (or reached its walltime) within that millisecond of its
+/// planned end ended exactly then. Anything else (a failure, a delay from
+/// other Stages, a manifest) ended when it was seen to.
+fn exact_end(o: &Outcome, phase: &str, t: f64) -> f64 {
+    let (Some(start), None, "Succeeded") = (o.start, &o.job.manifest, phase) else {
+        return t;
+    };
+    let end = start + o.job.planned_run();
+    let rounded = start + super::pods::run_millis(o.job.planned_run()) as f64 / 1000.0;
+    if (t - rounded).abs() < 1e-6 {
+        end
+    } else {
+        t
+    }
+}
+
 fn node_indexes(nodes: &[String]) -> HashMap<String, usize> {
     let mut index = HashMap::with_capacity(nodes.len());
     for (i, n) in nodes.iter().enumerate() {
