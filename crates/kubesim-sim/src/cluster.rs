@@ -327,7 +327,7 @@ impl Host {
 }
 
 /// A Kubernetes node name from a SimGrid host id.
-fn node_name(id: &str) -> String {
+pub(crate) fn node_name(id: &str) -> String {
     id.split('.')
         .next()
         .unwrap_or(id)
@@ -344,7 +344,7 @@ fn node_name(id: &str) -> String {
 }
 
 /// A cluster's `radical`: `0-511`, or a comma list of numbers and ranges.
-fn radical_numbers(radical: &str) -> Result<Vec<u64>, String> {
+pub(crate) fn radical_numbers(radical: &str) -> Result<Vec<u64>, String> {
     let mut out = Vec::new();
     for part in radical.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || format!("cluster radical {radical:?} is not a list of numbers and ranges");

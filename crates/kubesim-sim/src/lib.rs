@@ -12,4 +12,5 @@
 pub mod cluster;
 pub mod engine;
 pub mod output;
+pub mod routes;
 pub mod workload;

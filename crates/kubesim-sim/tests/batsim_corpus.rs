@@ -214,3 +214,76 @@ fn simulated_jobs_keep_their_run_times_to_the_microsecond() {
     }
     assert!(fractional >= 3, "only {fractional} run times below the ms");
 }
+
+#[test]
+fn on_hosts_of_different_speeds_a_job_is_timed_where_it_is_placed() {
+    // Batsim's small_platform.xml: Jupiter and Fafard at 76.296 Mf,
+    // Ginette and Bourassa at 48.492 Mf, one core each, joined by routes
+    // of shared links.
+    let text = std::fs::read_to_string(batsim("platforms/small_platform.xml")).unwrap();
+    let nodes = platform("small_platform.xml");
+    let names: Vec<String> = nodes
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let routes =
+        std::sync::Arc::new(kubesim_sim::routes::Platform::from_xml(&text, &names).unwrap());
+    let opts = ReadOptions {
+        host_speed: cluster::common_speed(&nodes),
+        host_cpu_millis: cluster::common_cpu_millis(&nodes),
+        network: cluster::common_network(&nodes),
+        platform: Some(routes.clone()),
+        ..Default::default()
+    };
+    // Four one-host jobs of 100 Mflop at 0, one on each host; at 100, a
+    // job on all four where every host sends 1 MB to every other.
+    let workload = r#"{"nb_res": 4, "jobs": [
+        {"id": "c0", "subtime": 0, "res": 1, "profile": "compute"},
+        {"id": "c1", "subtime": 0, "res": 1, "profile": "compute"},
+        {"id": "c2", "subtime": 0, "res": 1, "profile": "compute"},
+        {"id": "c3", "subtime": 0, "res": 1, "profile": "compute"},
+        {"id": "all", "subtime": 100, "res": 4, "profile": "exchange"}],
+      "profiles": {
+        "compute": {"type": "parallel", "cpu": [1e8], "com": [0]},
+        "exchange": {"type": "parallel_homogeneous", "cpu": 0, "com": 1e6}}}"#;
+    let (jobs, skipped) = kubesim_sim::workload::batsim::read(workload, "w0", &opts).unwrap();
+    assert!(skipped.unsupported.is_empty(), "{skipped:?}");
+    assert_eq!(jobs.len(), 5);
+    assert!(jobs.iter().all(|j| j.work.is_some()));
+    let mut setup = kubesim_sim::engine::Setup::new(nodes);
+    setup.platform = Some(routes);
+    let run = kubesim_sim::engine::simulate(setup, jobs).unwrap();
+    let csv = kubesim_sim::output::jobs_csv::render(&run);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let mut compute = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f[col("final_state")], "COMPLETED_SUCCESSFULLY", "{line}");
+        let took: f64 = f[col("execution_time")].parse().unwrap();
+        if f[col("job_id")] == "all" {
+            // Every route among the four carries 1 MB each way over shared
+            // links. Link 9 (7.20975 MBps) is on Jupiter's three routes:
+            // 6 MB, 0.832206 s. The longest route, Jupiter-Fafard (links
+            // 9 4 3 2 0 1 8), has 3,437.542 us of latency.
+            let want = 6e6 / 7.20975e6 + 3437.542e-6;
+            assert!(
+                (took - want).abs() < 1e-6,
+                "exchange took {took}, want {want}"
+            );
+            continue;
+        }
+        // 100 Mflop over the speed of the host it got.
+        let host: usize = f[col("allocated_resources")].parse().unwrap();
+        let speed = [76.296e6, 76.296e6, 48.492e6, 48.492e6][host];
+        assert!((took - 1e8 / speed).abs() < 1e-6, "{line}");
+        compute.push(took);
+    }
+    compute.sort_by(f64::total_cmp);
+    // 1.310685 s on the two fast hosts, 2.062196 s on the slow ones.
+    assert!(
+        (compute[0] - 1.310685).abs() < 1e-6 && (compute[3] - 2.062196).abs() < 1e-6,
+        "{compute:?}"
+    );
+}

@@ -23,6 +23,7 @@ fn job(id: &str, submit: f64, run: f64, cpu: u64) -> SimJob {
         memory_bytes: 0,
         scheduler: None,
         manifest: None,
+        work: None,
     }
 }
 

@@ -26,6 +26,7 @@ fn jobs(gap: f64) -> Vec<SimJob> {
             memory_bytes: 0,
             scheduler: None,
             manifest: None,
+            work: None,
         })
         .collect()
 }

@@ -283,6 +283,7 @@ fn a_simulation_meeting_malformed_objects_mid_run_finishes_and_writes_its_output
             memory_bytes: 0,
             scheduler: None,
             manifest: None,
+            work: None,
         })
         .collect();
     let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));

@@ -7,6 +7,7 @@
 //! lockstep with the clients (`lockstep.rs`).
 
 mod lockstep;
+mod placement;
 pub(crate) mod pods;
 mod recorder;
 mod serve;
@@ -49,6 +50,9 @@ pub struct SimJob {
     /// A manifest to create instead of a generated pod (a Pod, a Job, or
     /// any object, which is created but not followed).
     pub manifest: Option<Value>,
+    /// What the job does, when its run time depends on the hosts it is
+    /// placed on (then decided at placement, and `run_time` is 0 until).
+    pub work: Option<Arc<crate::workload::work::Work>>,
 }
 
 impl SimJob {
@@ -93,6 +97,9 @@ pub struct Setup {
     /// memory). Given one, a test can write to it past the API while the
     /// run goes, as a store written by an older version may hold.
     pub store: Option<Arc<dyn Store>>,
+    /// The SimGrid platform the nodes come from, which times the jobs
+    /// whose run time depends on their hosts (`SimJob::work`).
+    pub platform: Option<Arc<crate::routes::Platform>>,
 }
 
 impl Setup {
@@ -114,6 +121,7 @@ impl Setup {
             terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
             controllers: Default::default(),
             store: None,
+            platform: None,
         }
     }
 }
@@ -420,13 +428,26 @@ async fn run(setup: Setup, jobs: Vec<SimJob>, idle: kubesim_runtime::Idle) -> an
     recorder.start_at(start);
     let timers_at_start = clock.timers_fired();
 
+    let names = Arc::new(pods::unique_names(&jobs));
+    if jobs.iter().any(|j| j.work.is_some()) {
+        let platform = setup.platform.clone().ok_or_else(|| {
+            anyhow::anyhow!("jobs timed at placement need the platform their nodes come from")
+        })?;
+        let placement = placement::Placement {
+            jobs: jobs.clone(),
+            names: names.clone(),
+            platform,
+        };
+        let (rec, client) = (recorder.clone(), client.clone());
+        let pods_inf = informers.get(&ResourceRef::core("pods"));
+        tasks.spawn(async move { placement.run(rec, client, pods_inf).await });
+    }
     let fits = pods::Fits::new(&setup.nodes);
     let registry = server.registry.clone();
     let submitter = {
         let (client, clock, rec) = (client.clone(), clock.clone(), recorder.clone());
-        let jobs = jobs.clone();
+        let (jobs, names) = (jobs.clone(), names.clone());
         async move {
-            let names = pods::unique_names(&jobs);
             // In order of submission (input order among equals).
             let mut order: Vec<usize> = (0..jobs.len()).collect();
             order.sort_by(|a, b| jobs[*a].submit.total_cmp(&jobs[*b].submit));

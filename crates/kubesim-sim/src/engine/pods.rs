@@ -8,6 +8,8 @@ use serde_json::{json, Map, Value};
 
 use super::SimJob;
 
+pub use crate::workload::manifests::RUN_DURATION;
+
 /// The label carrying a pod's job index (its position in the input).
 pub const JOB_INDEX: &str = "kubesim.io/job-index";
 
@@ -39,8 +41,14 @@ pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
     let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default",
             "labels": {JOB_INDEX: index.to_string()},
-            "annotations": {"kubesim.io/run-duration": format!("{ms}ms"),
+            "annotations": {RUN_DURATION: format!("{ms}ms"),
                 "kubesim.io/job-id": job.id, "kubesim.io/workload": job.workload}}});
+    // A job timed at placement gets its run time once its pods are bound.
+    if job.work.is_some() {
+        if let Some(a) = pod["metadata"]["annotations"].as_object_mut() {
+            a.remove(RUN_DURATION);
+        }
+    }
     if let Some(w) = job.walltime.filter(|w| *w > 0.0) {
         let ms = (w * 1000.0).round() as u64;
         pod["metadata"]["labels"][kubesim_scheduler::batsim::WALLTIME] = json!(format!("{ms}ms"));
@@ -267,6 +275,7 @@ mod tests {
             memory_bytes: 0,
             scheduler: Some("default".into()),
             manifest: None,
+            work: None,
         }
     }
 

@@ -96,6 +96,8 @@ struct State {
     running: usize,
     cpu: u64,
     resolved: usize,
+    /// Jobs timed at placement that have started and wait to be timed.
+    placed: Vec<usize>,
 }
 
 #[derive(Clone)]
@@ -105,6 +107,8 @@ pub struct Recorder {
     nodes: Arc<HashMap<String, usize>>,
     clock: Clock,
     changed: Arc<Notify>,
+    /// Wakes the task that times jobs at placement.
+    placed: Arc<Notify>,
 }
 
 impl Recorder {
@@ -133,10 +137,31 @@ impl Recorder {
                 running: 0,
                 cpu: 0,
                 resolved: 0,
+                placed: Vec::new(),
             })),
             nodes: Arc::new(node_indexes(nodes)),
             clock,
             changed: Arc::new(Notify::new()),
+            placed: Arc::new(Notify::new()),
+        }
+    }
+
+    /// The next jobs timed at placement to have started, in the order
+    /// they started; waits until there is one.
+    pub async fn placed(&self) -> Vec<usize> {
+        loop {
+            let ready = std::mem::take(&mut self.state.lock().placed);
+            if !ready.is_empty() {
+                return ready;
+            }
+            self.placed.notified().await;
+        }
+    }
+
+    /// Job `i`'s run time, decided now that it is placed.
+    pub fn set_run_time(&self, i: usize, seconds: f64) {
+        if let Some(o) = self.state.lock().outcomes.get_mut(i) {
+            o.job.run_time = seconds;
         }
     }
 
@@ -264,7 +289,12 @@ impl Recorder {
                 }
                 if hosts <= 1 || o.hosts.len() >= hosts as usize {
                     o.start = Some(t);
+                    let timed_here = o.job.work.is_some();
                     s.queued = s.queued.saturating_sub(1);
+                    if timed_here {
+                        s.placed.push(i);
+                        self.placed.notify_one();
+                    }
                 }
             }
             changed = true;

@@ -5,24 +5,22 @@
 //! - a delay runs for its delay;
 //! - a sequence (`composed`, `SequentialCompositionProfile`) runs its
 //!   profiles one after the other, `repeat` times;
-//! - a parallel task without communication (`parallel`,
-//!   `parallel_homogeneous`, `parallel_homogeneous_total` and Batsim 5's
-//!   `ParallelTask*Profile`) runs for its largest per-host amount of work
-//!   over the hosts' speed, which must be the same for every compute host
-//!   of the platform (`ReadOptions::host_speed`): SimGrid's model for
-//!   computation alone on identical hosts.
+//! - a parallel task (`parallel`, `parallel_homogeneous`,
+//!   `parallel_homogeneous_total` and Batsim 5's `ParallelTask*Profile`)
+//!   runs for the longer of its computation and its transfers, plus one
+//!   route's latency (even when computation is the longer, as in
+//!   SimGrid). On hosts that share one speed and all belong to one
+//!   SimGrid `<cluster>` (`ReadOptions::host_speed`, `::network`) every
+//!   placement takes the same time, fixed here: each host's private link
+//!   carries, each way apart, what the host sends to the others and what
+//!   it receives from them; the backbone, if any, carries every transfer
+//!   between two hosts; a resource's time is its bytes over its
+//!   bandwidth; the latency is a route's: the sender's link, the
+//!   backbone, the receiver's link. What a host sends itself costs
+//!   nothing. On any other platform (`ReadOptions::platform`) the time is
+//!   decided at placement ([`super::work`], [`crate::routes`]).
 //!
-//! - a parallel task that communicates, on hosts that share one speed and
-//!   all belong to one SimGrid `<cluster>` (`ReadOptions::network`), runs
-//!   for the longer of its computation and its transfers, plus one route's
-//!   latency (even when computation is the longer, as in SimGrid). Each host's private link carries, each way apart, what the
-//!   host sends to the others and what it receives from them; the
-//!   backbone, if any, carries every transfer between two hosts; a
-//!   resource's time is its bytes over its bandwidth. The latency is a
-//!   route's: the sender's link, the backbone, the receiver's link. What
-//!   a host sends itself costs nothing.
-//!
-//! Anything else (communication without such a platform, or MPI traces)
+//! Anything else (a parallel task without a platform, or MPI traces)
 //! is counted by type and skipped, never run with a guess.
 //!
 //! A job's pod requests its profile's `cpu` and `memory` when the profile
@@ -38,6 +36,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::work::{Phase, Work};
 use super::{cpu_millis, memory_bytes, ReadOptions, Skipped};
 use crate::engine::SimJob;
 
@@ -88,20 +87,6 @@ pub fn read(
             speed: opts.host_speed,
             network: opts.network,
         };
-        let delay = match run_time(&f.profiles, &j.profile, j.res, &platform, 0) {
-            Ok(t) => t,
-            Err(Timing::Unsupported(kind)) => {
-                *skipped.unsupported.entry(kind).or_default() += 1;
-                continue;
-            }
-            Err(Timing::Broken(why)) => return Err(format!("job {id}: {why}")),
-        };
-        if !(j.subtime.is_finite() && j.subtime >= 0.0 && delay.is_finite() && delay >= 0.0) {
-            return Err(format!("job {id}: times must be finite and not negative"));
-        }
-        if j.walltime.is_some_and(|w| !w.is_finite() || w < 0.0) {
-            return Err(format!("job {id}: bad walltime"));
-        }
         // Batkube's `cpu` and `memory` size the pod of a delay profile; in
         // the other types `cpu` is work in flops, not a request.
         let batkube_sized = matches!(
@@ -118,6 +103,40 @@ pub fn read(
                 super::spread(all, opts.host_cpu_millis, |_| j.res)
             }
         };
+        let timed = steps(&f.profiles, &j.profile, j.res, 0).and_then(|steps| {
+            match uniform_time(&steps, &platform) {
+                Ok(t) => Ok((t, None)),
+                // On hosts that are not alike, the time is the placement's.
+                Err(Timing::Unsupported(why)) => match &opts.platform {
+                    Some(hosts_of) => {
+                        let work = Work { steps };
+                        match work.untimeable(hosts, hosts_of) {
+                            None => Ok((0.0, Some(std::sync::Arc::new(work)))),
+                            Some(reason) => Err(Timing::Unsupported(format!(
+                                "{} ({reason})",
+                                p.get("type").and_then(Value::as_str).unwrap_or("")
+                            ))),
+                        }
+                    }
+                    None => Err(Timing::Unsupported(why)),
+                },
+                Err(e) => Err(e),
+            }
+        });
+        let (delay, work) = match timed {
+            Ok(t) => t,
+            Err(Timing::Unsupported(kind)) => {
+                *skipped.unsupported.entry(kind).or_default() += 1;
+                continue;
+            }
+            Err(Timing::Broken(why)) => return Err(format!("job {id}: {why}")),
+        };
+        if !(j.subtime.is_finite() && j.subtime >= 0.0 && delay.is_finite() && delay >= 0.0) {
+            return Err(format!("job {id}: times must be finite and not negative"));
+        }
+        if j.walltime.is_some_and(|w| !w.is_finite() || w < 0.0) {
+            return Err(format!("job {id}: bad walltime"));
+        }
         let memory = match sized("memory") {
             Some(v) => memory_bytes(v).map_err(|e| format!("job {id}: memory: {e}"))?,
             None => opts.memory_per_job_bytes,
@@ -135,6 +154,7 @@ pub fn read(
             memory_bytes: memory,
             scheduler: p.get("scheduler").and_then(Value::as_str).map(String::from),
             manifest: None,
+            work,
         });
     }
     Ok((jobs, skipped))
@@ -185,15 +205,13 @@ fn transfer_time(net: &crate::cluster::Network, com: &[f64], n: usize) -> (f64, 
     (link.max(backbone), 2.0 * net.link_latency + bb_latency)
 }
 
-/// The run time of profile `name` for a job on `res` hosts of `platform`.
-fn run_time(
+/// The steps of profile `name` for a job on `res` hosts.
+fn steps(
     profiles: &BTreeMap<String, Value>,
     name: &str,
     res: u32,
-    platform: &Platform,
     depth: usize,
-) -> Result<f64, Timing> {
-    let speed = platform.speed;
+) -> Result<Vec<Phase>, Timing> {
     if depth > MAX_NESTING {
         return Err(Timing::Broken(format!(
             "profile {name:?} nests sequences deeper than {MAX_NESTING}"
@@ -211,30 +229,6 @@ fn run_time(
             Some(v) => v.as_f64().map(|x| vec![x]),
         }
     };
-    // The transfer time of `com` (n by n) and its latency, or why there
-    // are none.
-    let communication = |kind: &str, com: &[f64], n: usize| -> Result<(f64, f64), Timing> {
-        if com.iter().all(|x| *x == 0.0) {
-            return Ok((0.0, 0.0));
-        }
-        if com.len() != n * n {
-            return Err(Timing::Broken(format!(
-                "profile {name:?}: com has {} values for {n} hosts",
-                com.len()
-            )));
-        }
-        if com.iter().any(|x| !x.is_finite() || *x < 0.0) {
-            return Err(Timing::Broken(format!(
-                "profile {name:?}: com must be finite and not negative"
-            )));
-        }
-        match &platform.network {
-            Some(net) => Ok(transfer_time(net, com, n)),
-            None => Err(Timing::Unsupported(format!(
-                "{kind} (with communication; needs a platform whose compute hosts form one <cluster> with links)"
-            ))),
-        }
-    };
     let scalar = |key: &str| -> Result<f64, Timing> {
         match p.get(key) {
             None => Ok(0.0),
@@ -243,17 +237,34 @@ fn run_time(
                 .ok_or_else(|| Timing::Broken(format!("profile {name:?}: {key} is not a number"))),
         }
     };
-    let over_speed = |kind: &str, flops: f64| -> Result<f64, Timing> {
-        match speed {
-            Some(s) => Ok(flops / s),
-            None => Err(Timing::Unsupported(format!(
-                "{kind} (needs a platform whose compute hosts share one speed)"
-            ))),
+    // A task, once its amounts are checked.
+    let task = |cpu: Vec<f64>, com: Vec<f64>, n: usize| -> Result<Vec<Phase>, Timing> {
+        if cpu.iter().chain(&com).any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(Timing::Broken(format!(
+                "profile {name:?}: cpu and com must be finite and not negative"
+            )));
         }
+        let com = if com.iter().all(|x| *x == 0.0) {
+            Vec::new()
+        } else if com.len() != n * n {
+            return Err(Timing::Broken(format!(
+                "profile {name:?}: com has {} values for {n} hosts",
+                com.len()
+            )));
+        } else {
+            com
+        };
+        Ok(vec![Phase::Task {
+            kind: kind.to_string(),
+            cpu,
+            com,
+        }])
     };
-    let t = match kind {
+    match kind {
         "delay" | "DelayProfile" => {
-            num("delay").ok_or_else(|| Timing::Broken(format!("profile {name:?} has no delay")))?
+            let d = num("delay")
+                .ok_or_else(|| Timing::Broken(format!("profile {name:?} has no delay")))?;
+            Ok(vec![Phase::Delay(d)])
         }
         "composed" | "sequence" | "SequentialCompositionProfile" => {
             let repeat = p
@@ -266,14 +277,14 @@ fn run_time(
                 .get("seq")
                 .and_then(Value::as_array)
                 .ok_or_else(|| Timing::Broken(format!("profile {name:?} has no seq")))?;
-            let mut one = 0.0;
+            let mut once = Vec::new();
             for sub in seq {
                 let sub = sub.as_str().ok_or_else(|| {
                     Timing::Broken(format!("profile {name:?}: seq holds a non-name"))
                 })?;
-                one += run_time(profiles, sub, res, platform, depth + 1)?;
+                once.extend(steps(profiles, sub, res, depth + 1)?);
             }
-            one * repeat as f64
+            Ok(vec![Phase::Repeat(repeat, once)])
         }
         "parallel_homogeneous"
         | "msg_par_hg"
@@ -299,8 +310,7 @@ fn run_time(
             let matrix: Vec<f64> = (0..n * n)
                 .map(|k| if k / n == k % n { 0.0 } else { each })
                 .collect();
-            let (network, latency) = communication(kind, &matrix, n)?;
-            over_speed(kind, cpu)?.max(network) + latency
+            task(vec![cpu; n], matrix, n)
         }
         "parallel" | "msg_par" | "ParallelTaskProfile" => {
             let cpu = nums("cpu")
@@ -314,15 +324,40 @@ fn run_time(
             } else {
                 cpu.len()
             };
-            let (network, latency) = communication(kind, &com, n)?;
-            over_speed(kind, cpu.iter().copied().fold(0.0, f64::max))?.max(network) + latency
+            task(cpu, com, n)
         }
-        other => return Err(Timing::Unsupported(other.to_string())),
-    };
-    if !t.is_finite() || t < 0.0 {
-        return Err(Timing::Broken(format!(
-            "profile {name:?}: times must be finite and not negative"
-        )));
+        other => Err(Timing::Unsupported(other.to_string())),
+    }
+}
+
+/// The seconds `steps` take on hosts alike in speed and links
+/// (`platform`'s), wherever they are placed.
+fn uniform_time(steps: &[Phase], platform: &Platform) -> Result<f64, Timing> {
+    let mut t = 0.0;
+    for s in steps {
+        t += match s {
+            Phase::Delay(d) => *d,
+            Phase::Repeat(times, inner) => uniform_time(inner, platform)? * *times as f64,
+            Phase::Task { kind, cpu, com } => {
+                let n = cpu.len().max((com.len() as f64).sqrt().round() as usize);
+                let (network, latency) = if com.is_empty() {
+                    (0.0, 0.0)
+                } else {
+                    match &platform.network {
+                        Some(net) => transfer_time(net, com, n),
+                        None => return Err(Timing::Unsupported(format!(
+                            "{kind} (with communication; needs a platform whose compute hosts form one <cluster> with links)"
+                        ))),
+                    }
+                };
+                let speed = platform.speed.ok_or_else(|| {
+                    Timing::Unsupported(format!(
+                        "{kind} (needs a platform whose compute hosts share one speed)"
+                    ))
+                })?;
+                (cpu.iter().copied().fold(0.0, f64::max) / speed).max(network) + latency
+            }
+        };
     }
     Ok(t)
 }

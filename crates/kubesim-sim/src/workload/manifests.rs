@@ -67,6 +67,7 @@ pub fn read(text: &str, workload: &str) -> Result<Vec<SimJob>, String> {
             memory_bytes: 0,
             scheduler: None,
             manifest: Some(doc),
+            work: None,
         });
     }
     jobs.sort_by(|a, b| a.submit.total_cmp(&b.submit));

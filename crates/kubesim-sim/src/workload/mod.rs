@@ -5,6 +5,7 @@ pub mod batsim;
 pub mod manifests;
 pub mod swf;
 pub mod synth;
+pub mod work;
 
 use std::io::Read;
 use std::path::Path;
@@ -35,6 +36,10 @@ pub struct ReadOptions {
     /// they all belong to one: parallel tasks that communicate run for
     /// their transfers over it (see [`batsim`]).
     pub network: Option<crate::cluster::Network>,
+    /// The platform's hosts and routes, when it was given as a SimGrid
+    /// file: on hosts that are not alike, a parallel task's time is
+    /// decided when its job is placed ([`work`]).
+    pub platform: Option<std::sync::Arc<crate::routes::Platform>>,
 }
 
 impl Default for ReadOptions {
@@ -46,6 +51,7 @@ impl Default for ReadOptions {
             host_speed: None,
             host_cpu_millis: None,
             network: None,
+            platform: None,
         }
     }
 }

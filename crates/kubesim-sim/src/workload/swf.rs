@@ -106,6 +106,7 @@ pub fn read(
             memory_bytes: opts.memory_per_job_bytes,
             scheduler: None,
             manifest: None,
+            work: None,
         });
     }
     Ok((jobs, skipped))

@@ -30,6 +30,7 @@ fn trace(n: usize, rng: &Rng) -> Vec<SimJob> {
                 memory_bytes: 0,
                 scheduler: None,
                 manifest: None,
+                work: None,
             }
         })
         .collect()

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use kubesim_runtime::Clock;
 use kubesim_sim::engine::{simulate, FinalState, Setup, SimJob};
+use kubesim_sim::routes::Platform;
 use kubesim_sim::workload::{self, ReadOptions, SwfOptions};
 use kubesim_sim::{cluster, output};
 use parking_lot::Mutex;
@@ -77,8 +78,11 @@ pub struct SimulateArgs {
     pub serve: super::simulate_serve::ServeArgs,
 }
 
-fn read_cluster(args: &SimulateArgs) -> anyhow::Result<Vec<serde_json::Value>> {
-    let groups = match (&args.cluster, args.nodes) {
+/// The cluster's nodes, and the SimGrid platform they come from, if any.
+type ReadCluster = (Vec<serde_json::Value>, Option<Arc<Platform>>);
+
+fn read_cluster(args: &SimulateArgs) -> anyhow::Result<ReadCluster> {
+    let (groups, xml) = match (&args.cluster, args.nodes) {
         (Some(path), _) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
@@ -89,13 +93,30 @@ fn read_cluster(args: &SimulateArgs) -> anyhow::Result<Vec<serde_json::Value>> {
             } else {
                 cluster::from_yaml(&text)
             };
-            r.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+            let groups = r.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            (groups, xml.then_some((text, path)))
         }
-        (None, Some(n)) => cluster::uniform(n, &args.node_cpu, &args.node_memory)
-            .map_err(|e| anyhow::anyhow!("{e}"))?,
+        (None, Some(n)) => (
+            cluster::uniform(n, &args.node_cpu, &args.node_memory)
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
+            None,
+        ),
         (None, None) => bail!("give the cluster: --cluster FILE or --nodes N"),
     };
-    Ok(cluster::nodes(&groups))
+    let nodes = cluster::nodes(&groups);
+    let platform = match xml {
+        Some((text, path)) => {
+            let names: Vec<String> = nodes
+                .iter()
+                .map(|n| kubesim_core::meta::name(n).to_string())
+                .collect();
+            let p = Platform::from_xml(&text, &names)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Some(Arc::new(p))
+        }
+        None => None,
+    };
+    Ok((nodes, platform))
 }
 
 /// The jobs of every workload; `host_speed`, `host_cpu_millis` and
@@ -108,6 +129,7 @@ fn read_jobs(
     host_speed: Option<f64>,
     host_cpu_millis: Option<u64>,
     network: Option<cluster::Network>,
+    platform: Option<Arc<Platform>>,
 ) -> anyhow::Result<Vec<SimJob>> {
     let cpu = workload::cpu_millis(&serde_json::Value::String(args.cpu_per_resource.clone()))
         .map_err(|e| anyhow::anyhow!("bad --cpu-per-resource: {e}"))?;
@@ -120,6 +142,7 @@ fn read_jobs(
         host_speed,
         host_cpu_millis,
         network,
+        platform,
         ..Default::default()
     };
     let mut jobs = Vec::new();
@@ -173,12 +196,13 @@ fn progress_bar() -> Box<dyn Fn(usize, usize) + Send + Sync> {
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
-    let nodes = read_cluster(&args)?;
+    let (nodes, platform) = read_cluster(&args)?;
     let jobs = read_jobs(
         &args,
         cluster::common_speed(&nodes),
         cluster::common_cpu_millis(&nodes),
         cluster::common_network(&nodes),
+        platform.clone(),
     )?;
     let scheduler = match &args.scheduler_config {
         Some(p) => kubesim_scheduler::SchedulerConfig::from_file(p)
@@ -212,6 +236,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
         controllers,
         store: None,
+        platform,
     };
     let n_jobs = jobs.len();
     let wall = Clock::wall();
