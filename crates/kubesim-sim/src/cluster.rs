@@ -227,6 +227,19 @@ pub fn common_network(nodes: &[Value]) -> Option<Network> {
     Network::from_label(first)
 }
 
+/// A SimGrid platform file, parsed.
+pub(crate) fn platform_document(text: &str) -> Result<roxmltree::Document<'_>, String> {
+    // SimGrid platforms name their DTD; nothing in it is needed here.
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    // An XML declaration must open the document; files often start with
+    // a blank line anyway, which Batsim's parser accepts.
+    roxmltree::Document::parse_with_options(text.trim_start(), opts)
+        .map_err(|e| format!("not a platform file: {e}"))
+}
+
 /// The compute hosts of a SimGrid platform, as Batsim finds them: every
 /// `<host>` and every host a `<cluster>` declares (prefix, radical,
 /// suffix), at any depth of `<zone>`/`<AS>` nesting, less the master host
@@ -235,15 +248,7 @@ pub fn common_network(nodes: &[Value]) -> Option<Network> {
 /// node of `core` cpus (attribute or property) and `memory` (property,
 /// else 4Gi), labelled with its speed. Host names are cut at the first dot.
 pub fn from_platform_xml(text: &str) -> Result<Vec<NodeGroup>, String> {
-    // SimGrid platforms name their DTD; nothing in it is needed here.
-    let opts = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    // An XML declaration must open the document; files often start with
-    // a blank line anyway, which Batsim's parser accepts.
-    let doc = roxmltree::Document::parse_with_options(text.trim_start(), opts)
-        .map_err(|e| format!("not a platform file: {e}"))?;
+    let doc = platform_document(text)?;
     let mut hosts = Vec::new();
     for node in doc.descendants() {
         if node.has_tag_name("host") {

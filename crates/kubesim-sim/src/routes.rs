@@ -46,12 +46,7 @@ impl Platform {
     /// Reads `text`, a SimGrid platform; `compute` names the hosts that
     /// are nodes (the master and storage hosts are not).
     pub fn from_xml(text: &str, compute: &[String]) -> Result<Platform, String> {
-        let opts = roxmltree::ParsingOptions {
-            allow_dtd: true,
-            ..Default::default()
-        };
-        let doc = roxmltree::Document::parse_with_options(text.trim_start(), opts)
-            .map_err(|e| format!("not a platform file: {e}"))?;
+        let doc = crate::cluster::platform_document(text)?;
         let mut p = Platform::default();
         let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
         let wanted: std::collections::BTreeSet<&str> = compute.iter().map(String::as_str).collect();
