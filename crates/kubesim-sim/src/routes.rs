@@ -39,7 +39,23 @@ pub struct Platform {
     /// Compute hosts the platform gives no speed.
     unspeeded: Vec<String>,
     links: Vec<Link>,
+    /// Routes declared by `<route>`, by (source, destination).
     routes: BTreeMap<(String, String), Vec<usize>>,
+    /// Each `<cluster>` host's place: its cluster and its link each way.
+    /// A route inside a cluster is made when asked for, not stored: a
+    /// cluster of `n` hosts has `n (n - 1)` of them.
+    ports: BTreeMap<String, Port>,
+    /// Each cluster's backbone, if it has one.
+    backbones: Vec<Option<usize>>,
+    /// Whether every ordered pair of distinct compute hosts has a route.
+    every_pair: bool,
+}
+
+/// A `<cluster>` host's cluster and private links (up, down).
+#[derive(Debug, Clone, PartialEq)]
+struct Port {
+    cluster: usize,
+    links: Option<(usize, usize)>,
 }
 
 impl Platform {
@@ -126,7 +142,56 @@ impl Platform {
             }
             p.routes.insert((src, dst), there);
         }
+        p.every_pair = p.count_every_pair(compute);
         Ok(p)
+    }
+
+    /// Whether every ordered pair of distinct `compute` hosts has a
+    /// route: the pairs outside one cluster are as many as the declared
+    /// routes between such pairs.
+    fn count_every_pair(&self, compute: &[String]) -> bool {
+        let n = compute.len();
+        let mut per_cluster: BTreeMap<usize, usize> = BTreeMap::new();
+        for h in compute {
+            if let Some(port) = self.ports.get(h) {
+                *per_cluster.entry(port.cluster).or_default() += 1;
+            }
+        }
+        let inside: usize = per_cluster.values().map(|k| k * (k - 1)).sum();
+        let needed = n * n.saturating_sub(1) - inside;
+        let wanted: std::collections::BTreeSet<&str> = compute.iter().map(String::as_str).collect();
+        let declared = self
+            .routes
+            .keys()
+            .filter(|(a, b)| {
+                a != b
+                    && wanted.contains(a.as_str())
+                    && wanted.contains(b.as_str())
+                    && !self.same_cluster(a, b)
+            })
+            .count();
+        declared == needed
+    }
+
+    fn same_cluster(&self, a: &str, b: &str) -> bool {
+        matches!((self.ports.get(a), self.ports.get(b)), (Some(x), Some(y)) if x.cluster == y.cluster)
+    }
+
+    /// The links from `a` to `b`: a declared route, else the way through
+    /// their cluster.
+    fn route(&self, a: &str, b: &str) -> Option<Vec<usize>> {
+        if let Some(r) = self.routes.get(&(a.to_string(), b.to_string())) {
+            return Some(r.clone());
+        }
+        let (pa, pb) = (self.ports.get(a)?, self.ports.get(b)?);
+        if pa.cluster != pb.cluster {
+            return None;
+        }
+        let mut route = Vec::with_capacity(3);
+        route.extend(pa.links.map(|(up, _)| up));
+        route.extend(self.backbones[pa.cluster]);
+        route.extend(pb.links.map(|(_, down)| down));
+        Some(route)
     }
 
     /// A `<cluster>`'s hosts, their private links and backbone, and the
@@ -156,7 +221,8 @@ impl Platform {
             add_link(self, format!("{id}_backbone"), Link { fatpipe, ..b })
         });
         let policy = el.attribute("sharing_policy").unwrap_or("SPLITDUPLEX");
-        let mut hosts: Vec<(String, Option<(usize, usize)>)> = Vec::new();
+        let cluster = self.backbones.len();
+        self.backbones.push(backbone);
         for i in crate::cluster::radical_numbers(el.attribute("radical").unwrap_or(""))? {
             let name = node_name(&format!("{prefix}{i}{suffix}"));
             if let Some(s) = speed.filter(|_| wanted.contains(name.as_str())) {
@@ -176,19 +242,7 @@ impl Platform {
                     }
                 }
             });
-            hosts.push((name, links));
-        }
-        for (a, la) in &hosts {
-            for (b, lb) in &hosts {
-                if a == b {
-                    continue;
-                }
-                let mut route = Vec::new();
-                route.extend(la.map(|(up, _)| up));
-                route.extend(backbone);
-                route.extend(lb.map(|(_, down)| down));
-                self.routes.insert((a.clone(), b.clone()), route);
-            }
+            self.ports.insert(name, Port { cluster, links });
         }
         Ok(())
     }
@@ -205,12 +259,7 @@ impl Platform {
 
     /// Whether every ordered pair of distinct compute hosts has a route.
     pub fn routes_every_pair(&self) -> bool {
-        let hosts: Vec<&String> = self.speeds.keys().collect();
-        hosts.iter().all(|a| {
-            hosts
-                .iter()
-                .all(|b| a == b || self.routes.contains_key(&((*a).clone(), (*b).clone())))
-        })
+        self.every_pair
     }
 
     /// The seconds a parallel task takes with part `k` on `hosts[k]`:
@@ -240,11 +289,9 @@ impl Platform {
                 if bytes <= 0.0 || hosts[i] == hosts[j] {
                     continue;
                 }
-                let route = self
-                    .routes
-                    .get(&(hosts[i].to_string(), hosts[j].to_string()))?;
+                let route = self.route(hosts[i], hosts[j])?;
                 let mut lat = 0.0;
-                for &l in route {
+                for l in route {
                     let link = &self.links[l];
                     lat += link.latency;
                     load[l] = if link.fatpipe {
@@ -292,6 +339,21 @@ mod tests {
             </zone></platform>"#;
         let p = Platform::from_xml(xml, &names(&["h0", "h1", "h2"])).unwrap();
         assert!(p.routes_every_pair());
+        // Two clusters with no route between them (a zoneRoute is not
+        // derived) do not route every pair.
+        let two = xml.replace(
+            "</zone>",
+            r#"<cluster id="d" prefix="g" suffix="" radical="0-1" speed="1Gf" bw="2GBps" lat="10us"/></zone>"#,
+        );
+        let q = Platform::from_xml(&two, &names(&["h0", "h1", "h2", "g0", "g1"])).unwrap();
+        assert!(!q.routes_every_pair());
+        assert!(q
+            .task_time(&["g0", "g1"], &[0.0, 0.0], &[0.0, 2e9, 0.0, 0.0])
+            .is_some());
+        assert_eq!(
+            q.task_time(&["h0", "g1"], &[0.0, 0.0], &[0.0, 1.0, 0.0, 0.0]),
+            None
+        );
         let t = p
             .task_time(
                 &["h0", "h1", "h2"],
