@@ -10,12 +10,15 @@
 //!   taking the same links in reverse (and the other direction of a split
 //!   link) unless `symmetrical="NO"`;
 //! - each `<cluster>`: a private link per host (split duplex unless its
-//!   `sharing_policy` says otherwise) and its backbone, if any; a route
-//!   between two of its hosts crosses the sender's link, the backbone and
-//!   the receiver's link.
+//!   `sharing_policy` says otherwise), a `limiter_link` per host, and its
+//!   backbone, if any; a route between two of its hosts crosses the
+//!   sender's limiter and link, the backbone, and the receiver's link and
+//!   limiter;
+//! - `<zoneRoute>`s between two clusters: from one's backbone to the
+//!   other's, through the zone route's links.
 //!
-//! Routes between zones (`<zoneRoute>`) and routing computed from a graph
-//! (`Floyd`, `Dijkstra`) are not derived: a pair of hosts without a route
+//! Routing computed from a graph (`Floyd`, `Dijkstra`) and zone routes
+//! between other zones are not derived: a pair of hosts without a route
 //! has none, and a task that would send between them is not timed.
 
 use std::collections::BTreeMap;
@@ -47,6 +50,10 @@ pub struct Platform {
     ports: BTreeMap<String, Port>,
     /// Each cluster's backbone, if it has one.
     backbones: Vec<Option<usize>>,
+    /// Each cluster's index, by its id.
+    cluster_ids: BTreeMap<String, usize>,
+    /// Routes declared by `<zoneRoute>` between two clusters' routers.
+    zone_routes: BTreeMap<(usize, usize), Vec<usize>>,
     /// Whether every ordered pair of distinct compute hosts has a route.
     every_pair: bool,
 }
@@ -56,6 +63,8 @@ pub struct Platform {
 struct Port {
     cluster: usize,
     links: Option<(usize, usize)>,
+    /// The host's `limiter_link`, crossed both ways.
+    limiter: Option<usize>,
 }
 
 impl Platform {
@@ -103,11 +112,19 @@ impl Platform {
             .filter(|c| !p.speeds.contains_key(*c))
             .cloned()
             .collect();
-        for el in doc.descendants().filter(|e| e.has_tag_name("route")) {
+        for el in doc
+            .descendants()
+            .filter(|e| e.has_tag_name("route") || e.has_tag_name("zoneRoute"))
+        {
             let (Some(src), Some(dst)) = (el.attribute("src"), el.attribute("dst")) else {
                 continue;
             };
-            let (src, dst) = (node_name(src), node_name(dst));
+            let zones = el.has_tag_name("zoneRoute");
+            let (src, dst) = if zones {
+                (src.to_string(), dst.to_string())
+            } else {
+                (node_name(src), node_name(dst))
+            };
             let mut there = Vec::new();
             let mut back = Vec::new();
             for ctn in el.children().filter(|c| c.has_tag_name("link_ctn")) {
@@ -137,6 +154,18 @@ impl Platform {
             }
             back.reverse();
             let symmetrical = !matches!(el.attribute("symmetrical"), Some("NO" | "no"));
+            if zones {
+                // Between two clusters (other zones are not derived).
+                let (Some(&a), Some(&b)) = (p.cluster_ids.get(&src), p.cluster_ids.get(&dst))
+                else {
+                    continue;
+                };
+                if symmetrical {
+                    p.zone_routes.entry((b, a)).or_insert(back);
+                }
+                p.zone_routes.insert((a, b), there);
+                continue;
+            }
             if symmetrical {
                 p.routes.entry((dst.clone(), src.clone())).or_insert(back);
             }
@@ -158,7 +187,15 @@ impl Platform {
             }
         }
         let inside: usize = per_cluster.values().map(|k| k * (k - 1)).sum();
-        let needed = n * n.saturating_sub(1) - inside;
+        let between: usize = self
+            .zone_routes
+            .keys()
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| {
+                per_cluster.get(a).copied().unwrap_or(0) * per_cluster.get(b).copied().unwrap_or(0)
+            })
+            .sum();
+        let needed = n * n.saturating_sub(1) - inside - between;
         let wanted: std::collections::BTreeSet<&str> = compute.iter().map(String::as_str).collect();
         let declared = self
             .routes
@@ -167,14 +204,21 @@ impl Platform {
                 a != b
                     && wanted.contains(a.as_str())
                     && wanted.contains(b.as_str())
-                    && !self.same_cluster(a, b)
+                    && !self.cluster_route(a, b)
             })
             .count();
         declared == needed
     }
 
-    fn same_cluster(&self, a: &str, b: &str) -> bool {
-        matches!((self.ports.get(a), self.ports.get(b)), (Some(x), Some(y)) if x.cluster == y.cluster)
+    /// Whether `a` and `b` are routed through clusters: the same one, or
+    /// two with a zone route.
+    fn cluster_route(&self, a: &str, b: &str) -> bool {
+        match (self.ports.get(a), self.ports.get(b)) {
+            (Some(x), Some(y)) => {
+                x.cluster == y.cluster || self.zone_routes.contains_key(&(x.cluster, y.cluster))
+            }
+            _ => false,
+        }
     }
 
     /// The links from `a` to `b`: a declared route, else the way through
@@ -183,14 +227,26 @@ impl Platform {
         if let Some(r) = self.routes.get(&(a.to_string(), b.to_string())) {
             return Some(r.clone());
         }
+        // In SimGrid's clusters: the sender's limiter and link up, the
+        // backbone; between two clusters, the zone route from one's
+        // router to the other's, then that one's backbone; the
+        // receiver's link down and limiter.
         let (pa, pb) = (self.ports.get(a)?, self.ports.get(b)?);
-        if pa.cluster != pb.cluster {
-            return None;
-        }
-        let mut route = Vec::with_capacity(3);
+        let between = if pa.cluster == pb.cluster {
+            None
+        } else {
+            Some(self.zone_routes.get(&(pa.cluster, pb.cluster))?)
+        };
+        let mut route = Vec::with_capacity(6);
+        route.extend(pa.limiter);
         route.extend(pa.links.map(|(up, _)| up));
         route.extend(self.backbones[pa.cluster]);
+        if let Some(zr) = between {
+            route.extend(zr);
+            route.extend(self.backbones[pb.cluster]);
+        }
         route.extend(pb.links.map(|(_, down)| down));
+        route.extend(pb.limiter);
         Some(route)
     }
 
@@ -223,6 +279,15 @@ impl Platform {
         let policy = el.attribute("sharing_policy").unwrap_or("SPLITDUPLEX");
         let cluster = self.backbones.len();
         self.backbones.push(backbone);
+        self.cluster_ids.insert(id.to_string(), cluster);
+        let limiter_bw = match el.attribute("limiter_link") {
+            Some(v) => Some(
+                bandwidth_bytes(v)
+                    .or_else(|| v.trim().parse::<f64>().ok().filter(|b| *b > 0.0))
+                    .ok_or_else(|| format!("cluster {id:?}: bad limiter_link"))?,
+            ),
+            None => None,
+        };
         for i in crate::cluster::radical_numbers(el.attribute("radical").unwrap_or(""))? {
             let name = node_name(&format!("{prefix}{i}{suffix}"));
             if let Some(s) = speed.filter(|_| wanted.contains(name.as_str())) {
@@ -242,7 +307,22 @@ impl Platform {
                     }
                 }
             });
-            self.ports.insert(name, Port { cluster, links });
+            let limiter = limiter_bw.map(|bandwidth| {
+                let link = Link {
+                    bandwidth,
+                    latency: 0.0,
+                    fatpipe: false,
+                };
+                add_link(self, format!("{id}_{name}_limiter"), link)
+            });
+            self.ports.insert(
+                name,
+                Port {
+                    cluster,
+                    links,
+                    limiter,
+                },
+            );
         }
         Ok(())
     }
@@ -399,5 +479,46 @@ mod tests {
             p.task_time(&["b", "c"], &[0.0, 0.0], &[0.0, 1.0, 0.0, 0.0]),
             None
         );
+    }
+
+    #[test]
+    fn graphene_routes_between_its_clusters_through_the_zone_routes() {
+        // Batsim's graphene.xml: four clusters of hosts with 1.25e8 B/s,
+        // 24 us split-duplex links and 1.875e8 B/s limiters, joined by
+        // zone routes through each cluster's switch backbone (split,
+        // 1.1625e9 B/s, 1.5 us) and explicit limiter (1.51125e9 B/s).
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/workloads/batsim/platforms/graphene.xml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let hosts: Vec<String> =
+            crate::cluster::nodes(&crate::cluster::from_platform_xml(&text).unwrap())
+                .iter()
+                .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+                .collect();
+        assert_eq!(hosts.len(), 144);
+        let p = Platform::from_xml(&text, &hosts).unwrap();
+        assert!(p.routes_every_pair());
+        let one = |a: &str, b: &str| p.task_time(&[a, b], &[], &[0.0, 1e9, 0.0, 0.0]).unwrap();
+        // Inside a cluster: the two host links, 1 GB at 1.25e8 B/s, 8 s,
+        // and 24 + 24 us.
+        assert!((one("graphene-1001", "graphene-1002") - 8.000048).abs() < 1e-9);
+        // From cluster 1 to 2: the same links, plus the two switch
+        // backbones' 1.5 us.
+        assert!((one("graphene-1001", "graphene-1040") - 8.000051).abs() < 1e-9);
+        // 13 hosts of cluster 1 each send 1 GB to one of cluster 2: the
+        // 13 GB through switch-backbone1's way up (1.1625e9 B/s) take
+        // 11.18 s, longer than each host's own 8 s.
+        let n = 26;
+        let names: Vec<String> = (1001..1014)
+            .chain(1040..1053)
+            .map(|i| format!("graphene-{i}"))
+            .collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut com = vec![0.0; n * n];
+        for k in 0..13 {
+            com[k * n + 13 + k] = 1e9;
+        }
+        let t = p.task_time(&refs, &[], &com).unwrap();
+        assert!((t - (13e9 / 1.1625e9 + 51e-6)).abs() < 1e-9, "{t}");
     }
 }
