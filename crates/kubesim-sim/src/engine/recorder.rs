@@ -366,13 +366,15 @@ fn exact_end(o: &Outcome, phase: &str, t: f64) -> f64 {
     let (Some(start), None, "Succeeded") = (o.start, &o.job.manifest, phase) else {
         return t;
     };
-    let end = start + o.job.planned_run();
-    let rounded = start + super::pods::run_millis(o.job.planned_run()) as f64 / 1000.0;
-    if (t - rounded).abs() < 1e-6 {
-        end
-    } else {
-        t
+    let run = o.job.planned_run();
+    let millis = super::pods::run_millis(run) as f64 / 1000.0;
+    // A whole number of milliseconds is what the clock saw: adding it to
+    // the start again would only add floating-point noise (15.299999...
+    // for 15.3).
+    if (millis - run).abs() < 1e-9 || (t - (start + millis)).abs() >= 1e-6 {
+        return t;
     }
+    start + run
 }
 
 fn node_indexes(nodes: &[String]) -> HashMap<String, usize> {
