@@ -455,6 +455,8 @@ pub struct Informers {
     started: Mutex<BTreeMap<(ResourceRef, Shape), Arc<Informer>>>,
     spawner: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Arc<Informer>>>>,
     pending: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Arc<Informer>>>>,
+    /// Set once the informers stop being driven.
+    done: tokio::sync::watch::Sender<bool>,
 }
 
 impl Informers {
@@ -466,6 +468,7 @@ impl Informers {
             started: Mutex::new(BTreeMap::new()),
             spawner: Mutex::new(Some(tx)),
             pending: Mutex::new(Some(rx)),
+            done: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -529,9 +532,14 @@ impl Informers {
     }
 
     /// Runs every informer, including those requested later, until dropped.
-    /// Call once.
+    /// Several components may call it: the first drives the informers, and
+    /// the others wait as long as it does, so that each caller's task ends
+    /// only when the informers stop, whichever task got to them first.
     pub async fn run(&self) {
-        let Some(mut rx) = self.pending.lock().take() else {
+        let taken = self.pending.lock().take();
+        let Some(mut rx) = taken else {
+            let mut done = self.done.subscribe();
+            let _ = done.wait_for(|d| *d).await;
             return;
         };
         let mut running = futures::stream::FuturesUnordered::new();
@@ -541,8 +549,9 @@ impl Informers {
                 biased;
                 Some(i) = rx.recv() => running.push(i.run()),
                 Some(()) = running.next(), if !running.is_empty() => {}
-                else => return,
+                else => break,
             }
         }
+        self.done.send_replace(true);
     }
 }
