@@ -10,7 +10,7 @@ use kubesim_core::patch::PatchType;
 use kubesim_runtime::{Api, Informer, ResourceRef, WriteOptions};
 use serde_json::{json, Value};
 
-use super::pods::{run_millis, RUN_DURATION};
+use super::pods::{pod_names, run_millis, RUN_DURATION};
 use super::recorder::Recorder;
 use super::SimJob;
 use crate::routes::Platform;
@@ -30,13 +30,7 @@ impl Placement {
             for i in recorder.placed().await {
                 let job = &self.jobs[i];
                 let Some(work) = &job.work else { continue };
-                let members: Vec<String> = if job.hosts > 1 {
-                    (0..job.hosts)
-                        .map(|k| format!("{}-{k}", self.names[i]))
-                        .collect()
-                } else {
-                    vec![self.names[i].clone()]
-                };
+                let members = pod_names(job, &self.names[i]);
                 let nodes: Vec<String> = members
                     .iter()
                     .filter_map(|m| {

@@ -38,17 +38,18 @@ pub fn pod(job: &SimJob, index: usize, name: &str) -> Value {
             spec["schedulerName"] = json!(s);
         }
     }
+    let mut annotations = Map::new();
+    // A job timed at placement gets its run time once its pods are bound.
+    if job.work.is_none() {
+        annotations.insert(RUN_DURATION.into(), format!("{ms}ms").into());
+    }
+    annotations.insert("kubesim.io/job-id".into(), job.id.clone().into());
+    annotations.insert("kubesim.io/workload".into(), job.workload.clone().into());
+    let annotations = Value::Object(annotations);
     let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default",
             "labels": {JOB_INDEX: index.to_string()},
-            "annotations": {RUN_DURATION: format!("{ms}ms"),
-                "kubesim.io/job-id": job.id, "kubesim.io/workload": job.workload}}});
-    // A job timed at placement gets its run time once its pods are bound.
-    if job.work.is_some() {
-        if let Some(a) = pod["metadata"]["annotations"].as_object_mut() {
-            a.remove(RUN_DURATION);
-        }
-    }
+            "annotations": annotations}});
     if let Some(w) = job.walltime.filter(|w| *w > 0.0) {
         let ms = (w * 1000.0).round() as u64;
         pod["metadata"]["labels"][kubesim_scheduler::batsim::WALLTIME] = json!(format!("{ms}ms"));
@@ -66,6 +67,20 @@ pub fn run_millis(secs: f64) -> u64 {
     // in floating point) is not taken for a hair over 10,000 ms.
     let ns = (secs.max(0.0) * 1e9).round() as u128;
     u64::try_from(ns.div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+/// The name of pod `k` of a job on several hosts named `name`.
+pub fn member_name(name: &str, k: u32) -> String {
+    format!("{name}-{k}")
+}
+
+/// The names of a job's pods: `name` alone, or one per host.
+pub fn pod_names(job: &SimJob, name: &str) -> Vec<String> {
+    if job.hosts > 1 && job.manifest.is_none() {
+        (0..job.hosts).map(|k| member_name(name, k)).collect()
+    } else {
+        vec![name.to_string()]
+    }
 }
 
 /// Labels `pod` with its job's position in submission order, which the
@@ -88,7 +103,7 @@ pub fn gang(job: &SimJob, index: usize, name: &str) -> (Value, Vec<Value>) {
     });
     let pods = (0..job.hosts)
         .map(|k| {
-            let mut p = pod(job, index, &format!("{name}-{k}"));
+            let mut p = pod(job, index, &member_name(name, k));
             p["metadata"]["labels"][LABEL] = json!(name);
             p
         })

@@ -355,7 +355,6 @@ impl Recorder {
     }
 }
 
-/// Each node name's index in `nodes`; the first, should a name repeat.
 /// When a job observed to end at `t` really ended. Simulated time moves
 /// in whole milliseconds and a job's pods run to the first millisecond at
 /// or after its end ([`super::pods::run_millis`]); a generated job that
@@ -377,6 +376,7 @@ fn exact_end(o: &Outcome, phase: &str, t: f64) -> f64 {
     start + run
 }
 
+/// Each node name's index in `nodes`; the first, should a name repeat.
 fn node_indexes(nodes: &[String]) -> HashMap<String, usize> {
     let mut index = HashMap::with_capacity(nodes.len());
     for (i, n) in nodes.iter().enumerate() {
