@@ -96,16 +96,22 @@ pub fn memory_bytes(v: &Value) -> Result<u64, String> {
 /// Reads a file's text, inflating it when it is gzipped.
 pub fn read_text(path: &Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    text_of(bytes, &path.display().to_string())
+}
+
+/// The text of a workload's bytes, inflated when they are gzipped;
+/// errors name `what`.
+pub fn text_of(bytes: Vec<u8>, what: &str) -> Result<String, String> {
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(&bytes[..])
             .read_to_end(&mut out)
-            .map_err(|e| format!("{}: bad gzip data: {e}", path.display()))?;
+            .map_err(|e| format!("{what}: bad gzip data: {e}"))?;
         out
     } else {
         bytes
     };
-    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+    String::from_utf8(bytes).map_err(|_| format!("{what} is not UTF-8 text"))
 }
 
 /// What a workload file holds, by its name and content.

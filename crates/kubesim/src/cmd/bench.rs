@@ -51,9 +51,10 @@ pub struct BenchArgs {
     /// are `--jobs` jobs; SWF processors are capped at a node's 16 cpus.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
-    /// `simulate`: run every member of the synthetic benchmark family
+    /// `simulate`: run every member of the benchmark family
     /// (`kubesim workload synth` workloads: light and saturated load,
-    /// short and long jobs, narrow and wide pods, 1,000 and 10,000 nodes)
+    /// short and long jobs, narrow and wide pods, 1,000 and 10,000 nodes;
+    /// and the KTH and NASA traces, built in, as `--trace` runs them)
     /// with `--jobs` jobs each, and print a table.
     #[arg(long)]
     pub family: bool,

@@ -43,6 +43,12 @@ const NODE_CPUS: u32 = 16;
 /// it (shifted by the trace's span plus a second), ids made unique by the
 /// copy's number.
 fn repeated(file: &std::path::Path, n: usize) -> anyhow::Result<Vec<SimJob>> {
+    let text = workload::read_text(file).map_err(|e| anyhow::anyhow!(e))?;
+    repeated_text(&text, &file.display().to_string(), n)
+}
+
+/// [`repeated`] of an SWF trace's text; errors name `what`.
+fn repeated_text(text: &str, what: &str, n: usize) -> anyhow::Result<Vec<SimJob>> {
     let opts = ReadOptions {
         swf: SwfOptions {
             max_procs: Some(NODE_CPUS),
@@ -50,9 +56,10 @@ fn repeated(file: &std::path::Path, n: usize) -> anyhow::Result<Vec<SimJob>> {
         },
         ..ReadOptions::default()
     };
-    let (one, _) = workload::read_file(file, "w0", &opts).map_err(|e| anyhow::anyhow!(e))?;
+    let (one, _) =
+        workload::swf::read(text, "w0", &opts).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
     if one.is_empty() {
-        anyhow::bail!("{} holds no job kubesim can run", file.display());
+        anyhow::bail!("{what} holds no job kubesim can run");
     }
     let span = one.iter().map(|j| j.submit).fold(0.0, f64::max) + 1.0;
     Ok((0..)
@@ -67,18 +74,57 @@ fn repeated(file: &std::path::Path, n: usize) -> anyhow::Result<Vec<SimJob>> {
         .collect())
 }
 
+/// The real traces of the family, built into the binary so that the
+/// family runs the same from any directory (testdata/SOURCE.md has their
+/// origin).
+const KTH: &[u8] = include_bytes!("../../../../testdata/workloads/swf/KTH-SP2-1996-2.1-cln.swf.gz");
+const NASA: &[u8] =
+    include_bytes!("../../../../testdata/workloads/swf/NASA-iPSC-1993-3.1-cln.swf.gz");
+
 /// One member of the benchmark family: a synthetic workload and the
 /// cluster it is offered to.
 struct Member {
     name: &'static str,
     nodes: u32,
     node_cpu: u32,
-    opts: synth::Options,
+    memory: &'static str,
+    source: Source,
 }
 
-/// The family: each member changes one thing from the base (Poisson
-/// arrivals at 80 % load, log-normal run times around 10 minutes, 1–8
-/// cores, 1,000 nodes of 32 cores).
+/// Where a member's jobs come from.
+enum Source {
+    Synthetic(synth::Options),
+    /// Copies of a gzipped SWF trace, one after another, as `--trace`.
+    Trace(&'static [u8]),
+}
+
+impl Source {
+    /// The member's jobs: a synthetic workload as its options say, or
+    /// `n` jobs of copies of the trace; errors name `name`.
+    fn jobs(&self, name: &str, n: usize) -> anyhow::Result<Vec<SimJob>> {
+        match self {
+            // The workload's JSON is dropped before the run: about 1 KiB
+            // a job (20 MiB at 20,000 jobs under a heap profiler) that a
+            // user's run, which reads a file, does not hold either.
+            Source::Synthetic(opts) => {
+                let w = synth::generate(opts).map_err(|e| anyhow::anyhow!(e))?;
+                let (jobs, _) =
+                    workload::batsim::read(&w.to_string(), "w0", &ReadOptions::default())
+                        .map_err(|e| anyhow::anyhow!(e))?;
+                Ok(jobs)
+            }
+            Source::Trace(gz) => {
+                let text = workload::text_of(gz.to_vec(), name).map_err(|e| anyhow::anyhow!(e))?;
+                repeated_text(&text, name, n)
+            }
+        }
+    }
+}
+
+/// The family: each synthetic member changes one thing from the base
+/// (Poisson arrivals at 80 % load, log-normal run times around 10 minutes,
+/// 1–8 cores, 1,000 nodes of 32 cores); the two real traces run as
+/// `--trace` runs them, on 1,000 nodes of 16 cores.
 fn family(jobs: usize) -> Vec<Member> {
     let base = synth::Options {
         jobs,
@@ -102,8 +148,16 @@ fn family(jobs: usize) -> Vec<Member> {
             name,
             nodes: 1000,
             node_cpu: 32,
-            opts,
+            memory: "256Gi",
+            source: Source::Synthetic(opts),
         }
+    };
+    let trace = |name, gz| Member {
+        name,
+        nodes: 1000,
+        node_cpu: NODE_CPUS,
+        memory: "64Gi",
+        source: Source::Trace(gz),
     };
     let mut big = with("10,000 nodes", &|o| {
         o.rate = Rate::Load {
@@ -140,6 +194,8 @@ fn family(jobs: usize) -> Vec<Member> {
             o.size = Dist::Pow2(16.0, 32.0)
         }),
         big,
+        trace("KTH SP2 trace", KTH),
+        trace("NASA iPSC trace", NASA),
     ]
 }
 
@@ -174,16 +230,8 @@ fn run_family(args: &BenchArgs) -> anyhow::Result<()> {
         // again from the current RSS, which still holds what the
         // allocator kept from the members before.
         reset_peak_rss();
-        // The workload's JSON is dropped before the run: about 1 KiB a job
-        // (20 MiB at 20,000 jobs under a heap profiler) that a user's run,
-        // which reads a file, does not hold either.
-        let jobs = {
-            let w = synth::generate(&m.opts).map_err(|e| anyhow::anyhow!(e))?;
-            workload::batsim::read(&w.to_string(), "w0", &ReadOptions::default())
-                .map_err(|e| anyhow::anyhow!(e))?
-                .0
-        };
-        let (run, secs, cpu) = timed(args, m.nodes, m.node_cpu, "256Gi", jobs)?;
+        let jobs = m.source.jobs(m.name, args.jobs)?;
+        let (run, secs, cpu) = timed(args, m.nodes, m.node_cpu, m.memory, jobs)?;
         let s = Summary::of(&run);
         println!(
             "| {} | {} | {secs:.2} | {cpu:.1} | {:.0} | {:.1} | {:.1} % | {} |",
@@ -238,6 +286,22 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_family_runs_both_real_traces_past_their_length() {
+        let fam = family(20_000);
+        for name in ["KTH SP2 trace", "NASA iPSC trace"] {
+            let m = fam.iter().find(|m| m.name == name).expect(name);
+            let jobs = m.source.jobs(m.name, 60_000).unwrap();
+            assert_eq!(jobs.len(), 60_000, "{name}");
+            let one = jobs.iter().take_while(|j| j.id.starts_with("0-")).count();
+            assert!((10_000..30_000).contains(&one), "{name}: {one} jobs a copy");
+            // The second copy starts after the first, its ids apart.
+            assert!(jobs[one].id.starts_with("1-"), "{name}: {}", jobs[one].id);
+            assert!(jobs[one].submit > jobs[one - 1].submit, "{name}");
+            assert!(jobs.iter().all(|j| j.cpu_millis <= 1000 * NODE_CPUS as u64));
+        }
+    }
 
     #[test]
     fn copies_of_a_trace_follow_one_another_with_their_own_ids() {
