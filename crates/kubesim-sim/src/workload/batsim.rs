@@ -83,7 +83,7 @@ pub fn read(
             .profiles
             .get(&j.profile)
             .ok_or_else(|| format!("job {id}: no profile {:?}", j.profile))?;
-        let platform = Platform {
+        let alike = UniformHosts {
             speed: opts.host_speed,
             network: opts.network,
         };
@@ -104,7 +104,7 @@ pub fn read(
             }
         };
         let timed = steps(&f.profiles, &j.profile, j.res, 0).and_then(|steps| {
-            match uniform_time(&steps, &platform) {
+            match uniform_time(&steps, &alike) {
                 Ok(t) => Ok((t, None)),
                 // On hosts that are not alike, the time is the placement's.
                 Err(Timing::Unsupported(why)) => match &opts.platform {
@@ -173,7 +173,7 @@ const MAX_NESTING: usize = 16;
 
 /// What parallel tasks run on: the hosts' common speed (flops per second)
 /// and links.
-struct Platform {
+struct UniformHosts {
     speed: Option<f64>,
     network: Option<crate::cluster::Network>,
 }
@@ -330,27 +330,27 @@ fn steps(
     }
 }
 
-/// The seconds `steps` take on hosts alike in speed and links
-/// (`platform`'s), wherever they are placed.
-fn uniform_time(steps: &[Phase], platform: &Platform) -> Result<f64, Timing> {
+/// The seconds `steps` take on hosts alike in speed and links, wherever
+/// they are placed.
+fn uniform_time(steps: &[Phase], hosts: &UniformHosts) -> Result<f64, Timing> {
     let mut t = 0.0;
     for s in steps {
         t += match s {
             Phase::Delay(d) => *d,
-            Phase::Repeat(times, inner) => uniform_time(inner, platform)? * *times as f64,
+            Phase::Repeat(times, inner) => uniform_time(inner, hosts)? * *times as f64,
             Phase::Task { kind, cpu, com } => {
                 let n = cpu.len().max((com.len() as f64).sqrt().round() as usize);
                 let (network, latency) = if com.is_empty() {
                     (0.0, 0.0)
                 } else {
-                    match &platform.network {
+                    match &hosts.network {
                         Some(net) => transfer_time(net, com, n),
                         None => return Err(Timing::Unsupported(format!(
                             "{kind} (with communication; needs a platform whose compute hosts form one <cluster> with links)"
                         ))),
                     }
                 };
-                let speed = platform.speed.ok_or_else(|| {
+                let speed = hosts.speed.ok_or_else(|| {
                     Timing::Unsupported(format!(
                         "{kind} (needs a platform whose compute hosts share one speed)"
                     ))
