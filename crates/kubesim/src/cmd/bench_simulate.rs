@@ -81,8 +81,8 @@ const KTH: &[u8] = include_bytes!("../../../../testdata/workloads/swf/KTH-SP2-19
 const NASA: &[u8] =
     include_bytes!("../../../../testdata/workloads/swf/NASA-iPSC-1993-3.1-cln.swf.gz");
 
-/// One member of the benchmark family: a synthetic workload and the
-/// cluster it is offered to.
+/// One member of the benchmark family: where its jobs come from and the
+/// cluster they are offered to.
 struct Member {
     name: &'static str,
     nodes: u32,
