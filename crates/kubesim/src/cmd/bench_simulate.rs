@@ -39,25 +39,29 @@ fn trace(n: usize, rng: &Rng) -> Vec<SimJob> {
 /// The cpus of every benchmark node; SWF jobs are capped at it.
 const NODE_CPUS: u32 = 16;
 
-/// `n` jobs from copies of `file`, each copy arriving after the one before
-/// it (shifted by the trace's span plus a second), ids made unique by the
-/// copy's number.
-fn repeated(file: &std::path::Path, n: usize) -> anyhow::Result<Vec<SimJob>> {
-    let text = workload::read_text(file).map_err(|e| anyhow::anyhow!(e))?;
-    repeated_text(&text, &file.display().to_string(), n)
-}
-
-/// [`repeated`] of an SWF trace's text; errors name `what`.
-fn repeated_text(text: &str, what: &str, n: usize) -> anyhow::Result<Vec<SimJob>> {
-    let opts = ReadOptions {
+/// How traces are read: SWF processors capped at a node's cpus.
+fn trace_options() -> ReadOptions {
+    ReadOptions {
         swf: SwfOptions {
             max_procs: Some(NODE_CPUS),
             normalise_to: None,
         },
         ..ReadOptions::default()
-    };
+    }
+}
+
+/// `n` jobs from copies of the workload `file` (any format `simulate`
+/// reads).
+fn repeated(file: &std::path::Path, n: usize) -> anyhow::Result<Vec<SimJob>> {
     let (one, _) =
-        workload::swf::read(text, "w0", &opts).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+        workload::read_file(file, "w0", &trace_options()).map_err(|e| anyhow::anyhow!(e))?;
+    copies(one, &file.display().to_string(), n)
+}
+
+/// `n` jobs from copies of `one`, each copy arriving after the one before
+/// it (shifted by its span plus a second), ids made unique by the copy's
+/// number; errors name `what`.
+fn copies(one: Vec<SimJob>, what: &str, n: usize) -> anyhow::Result<Vec<SimJob>> {
     if one.is_empty() {
         anyhow::bail!("{what} holds no job kubesim can run");
     }
@@ -93,29 +97,31 @@ struct Member {
 
 /// Where a member's jobs come from.
 enum Source {
+    /// A synthetic workload (its options hold the number of jobs).
     Synthetic(synth::Options),
-    /// Copies of a gzipped SWF trace, one after another, as `--trace`.
-    Trace(&'static [u8]),
+    /// `jobs` jobs of copies of a gzipped SWF trace, as `--trace`.
+    Trace { gz: &'static [u8], jobs: usize },
 }
 
 impl Source {
-    /// The member's jobs: a synthetic workload as its options say, or
-    /// `n` jobs of copies of the trace; errors name `name`.
-    fn jobs(&self, name: &str, n: usize) -> anyhow::Result<Vec<SimJob>> {
+    /// The member's jobs; errors name `name`.
+    fn jobs(&self, name: &str) -> anyhow::Result<Vec<SimJob>> {
+        let err = |e: String| anyhow::anyhow!("{name}: {e}");
         match self {
             // The workload's JSON is dropped before the run: about 1 KiB
             // a job (20 MiB at 20,000 jobs under a heap profiler) that a
             // user's run, which reads a file, does not hold either.
             Source::Synthetic(opts) => {
-                let w = synth::generate(opts).map_err(|e| anyhow::anyhow!(e))?;
+                let w = synth::generate(opts).map_err(err)?;
                 let (jobs, _) =
                     workload::batsim::read(&w.to_string(), "w0", &ReadOptions::default())
-                        .map_err(|e| anyhow::anyhow!(e))?;
+                        .map_err(err)?;
                 Ok(jobs)
             }
-            Source::Trace(gz) => {
-                let text = workload::text_of(gz.to_vec(), name).map_err(|e| anyhow::anyhow!(e))?;
-                repeated_text(&text, name, n)
+            Source::Trace { gz, jobs } => {
+                let text = workload::text_of(gz.to_vec(), name).map_err(err)?;
+                let (one, _) = workload::swf::read(&text, "w0", &trace_options()).map_err(err)?;
+                copies(one, name, *jobs)
             }
         }
     }
@@ -157,7 +163,7 @@ fn family(jobs: usize) -> Vec<Member> {
         nodes: 1000,
         node_cpu: NODE_CPUS,
         memory: "64Gi",
-        source: Source::Trace(gz),
+        source: Source::Trace { gz, jobs },
     };
     let mut big = with("10,000 nodes", &|o| {
         o.rate = Rate::Load {
@@ -230,7 +236,7 @@ fn run_family(args: &BenchArgs) -> anyhow::Result<()> {
         // again from the current RSS, which still holds what the
         // allocator kept from the members before.
         reset_peak_rss();
-        let jobs = m.source.jobs(m.name, args.jobs)?;
+        let jobs = m.source.jobs(m.name)?;
         let (run, secs, cpu) = timed(args, m.nodes, m.node_cpu, m.memory, jobs)?;
         let s = Summary::of(&run);
         println!(
@@ -289,10 +295,10 @@ mod tests {
 
     #[test]
     fn the_family_runs_both_real_traces_past_their_length() {
-        let fam = family(20_000);
+        let fam = family(60_000);
         for name in ["KTH SP2 trace", "NASA iPSC trace"] {
             let m = fam.iter().find(|m| m.name == name).expect(name);
-            let jobs = m.source.jobs(m.name, 60_000).unwrap();
+            let jobs = m.source.jobs(m.name).unwrap();
             assert_eq!(jobs.len(), 60_000, "{name}");
             let one = jobs.iter().take_while(|j| j.id.starts_with("0-")).count();
             assert!((10_000..30_000).contains(&one), "{name}: {one} jobs a copy");
@@ -301,6 +307,28 @@ mod tests {
             assert!(jobs[one].submit > jobs[one - 1].submit, "{name}");
             assert!(jobs.iter().all(|j| j.cpu_millis <= 1000 * NODE_CPUS as u64));
         }
+    }
+
+    #[test]
+    fn a_batsim_workload_repeats_as_a_trace_does() {
+        let path = std::env::temp_dir().join(format!("bench-trace-{}.json", std::process::id()));
+        std::fs::write(
+            &path,
+            r#"{"nb_res": 4, "jobs": [{"id": "a", "subtime": 5, "res": 1, "profile": "p"}],
+                "profiles": {"p": {"type": "delay", "delay": 10}}}"#,
+        )
+        .unwrap();
+        let jobs = repeated(&path, 3).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let got: Vec<(String, f64)> = jobs.iter().map(|j| (j.id.clone(), j.submit)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("0-a".into(), 5.0),
+                ("1-a".into(), 11.0),
+                ("2-a".into(), 17.0)
+            ]
+        );
     }
 
     #[test]
