@@ -235,8 +235,10 @@ impl PhaseCtx {
         let (ns, errors) = (ns.to_string(), errors.clone());
         async move {
             let api = self.cluster.api();
+            // Nothing of the answer is read.
             let opts = DeleteOptions {
                 propagation_policy: Some("Background".into()),
+                status_only: true,
                 ..Default::default()
             };
             // Later objects may depend on earlier ones: delete in reverse.
@@ -313,6 +315,8 @@ impl PhaseCtx {
                     md.insert("namespace".into(), Value::String(ns.to_string()));
                 }
             }
+            // Nothing of the answer is read but whether it succeeded.
+            let opts = WriteOptions::answer_version_only();
             let res = if patch {
                 let body = serde_json::to_vec(&obj).map_err(|e| e.to_string())?;
                 api.patch(
@@ -322,12 +326,11 @@ impl PhaseCtx {
                     PatchType::Merge,
                     body,
                     None,
-                    &WriteOptions::default(),
+                    &opts,
                 )
                 .await
             } else {
-                api.create(&k.resource, obj_ns, obj, &WriteOptions::default())
-                    .await
+                api.create(&k.resource, obj_ns, obj, &opts).await
             };
             match res {
                 Ok(_) => {}

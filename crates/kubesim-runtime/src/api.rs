@@ -61,7 +61,8 @@ pub struct WriteOptions {
     /// In process only (never sent over HTTP): the caller reads nothing of
     /// the written object but its `metadata.resourceVersion`, so the
     /// server may answer with that alone and hand the object itself to its
-    /// watchers rather than copy it. A remote server answers in full.
+    /// watchers rather than copy it. A remote server answers in full, and
+    /// the remote client then reads the resourceVersion alone.
     pub version_only: bool,
 }
 
@@ -89,7 +90,8 @@ pub struct DeleteOptions {
     /// the answer, so the server may answer a delete with a Success Status
     /// where it would return the deleted object, and hand the object's
     /// final state to its watchers rather than copy it. A remote server
-    /// answers in full.
+    /// answers in full, and the remote client then reads the
+    /// resourceVersion alone.
     pub status_only: bool,
 }
 

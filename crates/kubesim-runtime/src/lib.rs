@@ -24,6 +24,8 @@ mod panics;
 #[cfg(feature = "remote")]
 pub mod remote;
 #[cfg(feature = "remote")]
+mod remote_answer;
+#[cfg(feature = "remote")]
 pub mod remote_transport;
 pub mod rng;
 pub mod shape_check;

@@ -34,6 +34,7 @@ use crate::api::{
     Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
 };
 use crate::client_limits::ClientLimits;
+use crate::remote_answer::Answer;
 
 /// Characters escaped in a path segment: those that would end or split it.
 const SEGMENT: &AsciiSet = &CONTROLS
@@ -329,11 +330,22 @@ impl RemoteApi {
         uri: &str,
         body: Option<(&'static str, Vec<u8>)>,
     ) -> Result<Value, ApiError> {
+        self.request(method, uri, body, Answer::Whole).await
+    }
+
+    /// A request whose answer is read as `answer` says.
+    async fn request(
+        &self,
+        method: Method,
+        uri: &str,
+        body: Option<(&'static str, Vec<u8>)>,
+        answer: Answer,
+    ) -> Result<Value, ApiError> {
         let res = self
             .send(method.clone(), uri, "application/json", body, false)
             .await?;
         let bytes = read_body(&method, uri, res).await?;
-        serde_json::from_slice(&bytes).map_err(|e| {
+        answer.read(&bytes).map_err(|e| {
             ApiError::internal(format!("{method} {uri}: the response is not JSON: {e}"))
         })
     }
@@ -373,8 +385,14 @@ impl Api for RemoteApi {
         write_query(&mut q, opts);
         let path = q.finish(collection_path(r, ns));
         let body = encode(&obj)?;
-        self.request_json(Method::POST, &path, Some(("application/json", body)))
-            .await
+        let answer = Answer::of_write(opts);
+        self.request(
+            Method::POST,
+            &path,
+            Some(("application/json", body)),
+            answer,
+        )
+        .await
     }
 
     async fn update(
@@ -390,7 +408,8 @@ impl Api for RemoteApi {
         write_query(&mut q, opts);
         let path = q.finish(object_path(r, ns, name, subresource)?);
         let body = encode(&obj)?;
-        self.request_json(Method::PUT, &path, Some(("application/json", body)))
+        let answer = Answer::of_write(opts);
+        self.request(Method::PUT, &path, Some(("application/json", body)), answer)
             .await
     }
 
@@ -413,7 +432,8 @@ impl Api for RemoteApi {
         let mut q = Query::default();
         write_query(&mut q, opts);
         let path = q.finish(object_path(r, ns, name, subresource)?);
-        self.request_json(Method::PATCH, &path, Some((content_type, body)))
+        let answer = Answer::of_write(opts);
+        self.request(Method::PATCH, &path, Some((content_type, body)), answer)
             .await
     }
 
@@ -426,8 +446,18 @@ impl Api for RemoteApi {
     ) -> Result<Value, ApiError> {
         let path = object_path(r, ns, name, None)?;
         let body = encode(&delete_body(opts))?;
-        self.request_json(Method::DELETE, &path, Some(("application/json", body)))
-            .await
+        let answer = if opts.status_only {
+            Answer::Version
+        } else {
+            Answer::Whole
+        };
+        self.request(
+            Method::DELETE,
+            &path,
+            Some(("application/json", body)),
+            answer,
+        )
+        .await
     }
 
     async fn watch(
@@ -822,7 +852,7 @@ mod tests {
                 field_manager: Some("me".into()),
                 field_validation: Some(FieldValidation::Warn),
                 force: true,
-                // Never sent: a remote server answers in full.
+                // Never sent: it only says how much of the answer is read.
                 version_only: true,
             },
         );
