@@ -59,10 +59,14 @@ pub struct BenchArgs {
     #[arg(long)]
     pub family: bool,
     /// `simulate --family`: only the members whose name contains this
-    /// text (`base`, `wide`, `10,000`), each alone in a process giving
-    /// its own peak RSS.
+    /// text (`base`, `wide`, `10,000`).
     #[arg(long, value_name = "TEXT", requires = "family")]
     pub member: Option<String>,
+    /// `simulate --family`: run only the member at this place in the
+    /// family and print its row alone (each member runs so, in a process
+    /// of its own).
+    #[arg(long, hide = true, requires = "family")]
+    pub member_index: Option<usize>,
     /// `simulate`: terminated pods kept before the pod garbage collector
     /// deletes the oldest (0 keeps them all).
     #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]
