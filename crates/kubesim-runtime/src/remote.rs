@@ -384,15 +384,9 @@ impl Api for RemoteApi {
         let mut q = Query::default();
         write_query(&mut q, opts);
         let path = q.finish(collection_path(r, ns));
-        let body = encode(&obj)?;
-        let answer = Answer::of_write(opts);
-        self.request(
-            Method::POST,
-            &path,
-            Some(("application/json", body)),
-            answer,
-        )
-        .await
+        let body = Some(("application/json", encode(&obj)?));
+        self.request(Method::POST, &path, body, Answer::of_write(opts))
+            .await
     }
 
     async fn update(
@@ -407,9 +401,8 @@ impl Api for RemoteApi {
         let mut q = Query::default();
         write_query(&mut q, opts);
         let path = q.finish(object_path(r, ns, name, subresource)?);
-        let body = encode(&obj)?;
-        let answer = Answer::of_write(opts);
-        self.request(Method::PUT, &path, Some(("application/json", body)), answer)
+        let body = Some(("application/json", encode(&obj)?));
+        self.request(Method::PUT, &path, body, Answer::of_write(opts))
             .await
     }
 
@@ -432,8 +425,8 @@ impl Api for RemoteApi {
         let mut q = Query::default();
         write_query(&mut q, opts);
         let path = q.finish(object_path(r, ns, name, subresource)?);
-        let answer = Answer::of_write(opts);
-        self.request(Method::PATCH, &path, Some((content_type, body)), answer)
+        let body = Some((content_type, body));
+        self.request(Method::PATCH, &path, body, Answer::of_write(opts))
             .await
     }
 
@@ -445,19 +438,9 @@ impl Api for RemoteApi {
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
         let path = object_path(r, ns, name, None)?;
-        let body = encode(&delete_body(opts))?;
-        let answer = if opts.status_only {
-            Answer::Version
-        } else {
-            Answer::Whole
-        };
-        self.request(
-            Method::DELETE,
-            &path,
-            Some(("application/json", body)),
-            answer,
-        )
-        .await
+        let body = Some(("application/json", encode(&delete_body(opts))?));
+        self.request(Method::DELETE, &path, body, Answer::of_delete(opts))
+            .await
     }
 
     async fn watch(

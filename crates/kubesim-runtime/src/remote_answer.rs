@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::WriteOptions;
+use crate::api::{DeleteOptions, WriteOptions};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Answer {
@@ -41,6 +41,14 @@ struct StubMeta<'a> {
 impl Answer {
     pub(crate) fn of_write(opts: &WriteOptions) -> Answer {
         if opts.version_only {
+            Answer::Version
+        } else {
+            Answer::Whole
+        }
+    }
+
+    pub(crate) fn of_delete(opts: &DeleteOptions) -> Answer {
+        if opts.status_only {
             Answer::Version
         } else {
             Answer::Whole
