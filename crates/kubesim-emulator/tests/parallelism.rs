@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::stream::BoxStream;
 use kubesim_apiserver::inprocess::InProcess;
 use kubesim_apiserver::Server;
@@ -22,7 +21,9 @@ use kubesim_store::{MemStore, Store};
 use serde_json::{json, Value};
 
 /// The API as the emulator sees it: every write to a pod takes a
-/// simulated second, and the writes in flight are counted.
+/// simulated second, and the writes in flight are counted. Watches and
+/// lists use the trait's plain forms (objects parsed, not shared bytes),
+/// which changes nothing the emulator does.
 struct Held {
     inner: Arc<dyn Api>,
     clock: Clock,
@@ -116,22 +117,6 @@ impl Api for Held {
         opts: &ListOptions,
     ) -> Result<BoxStream<'static, WatchEvent>, ApiError> {
         self.inner.watch(r, ns, opts).await
-    }
-    async fn list_with_bytes(
-        &self,
-        r: &ResourceRef,
-        ns: &str,
-        opts: &ListOptions,
-    ) -> Result<(Value, Vec<Option<Bytes>>), ApiError> {
-        self.inner.list_with_bytes(r, ns, opts).await
-    }
-    async fn watch_with_bytes(
-        &self,
-        r: &ResourceRef,
-        ns: &str,
-        opts: &ListOptions,
-    ) -> Result<BoxStream<'static, (WatchEvent, Option<Bytes>)>, ApiError> {
-        self.inner.watch_with_bytes(r, ns, opts).await
     }
 }
 

@@ -77,6 +77,12 @@ impl WriteOptions {
     }
 }
 
+/// The answer a `version_only` writer gets, from either transport: the
+/// written object's resourceVersion alone.
+pub fn version_answer(resource_version: &str) -> Value {
+    serde_json::json!({"metadata": {"resourceVersion": resource_version}})
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,

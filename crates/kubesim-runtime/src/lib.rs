@@ -35,7 +35,8 @@ pub mod workqueue_metrics;
 
 pub use ahead::{Ahead, Promise};
 pub use api::{
-    Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent, WriteOptions,
+    version_answer, Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent,
+    WriteOptions,
 };
 pub use cache::Lazy;
 pub use clock::{Clock, Idle, Lockstep};

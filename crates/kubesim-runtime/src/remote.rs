@@ -385,7 +385,7 @@ impl Api for RemoteApi {
         write_query(&mut q, opts);
         let path = q.finish(collection_path(r, ns));
         let body = Some(("application/json", encode(&obj)?));
-        self.request(Method::POST, &path, body, Answer::of_write(opts))
+        self.request(Method::POST, &path, body, Answer::of(opts.version_only))
             .await
     }
 
@@ -402,7 +402,7 @@ impl Api for RemoteApi {
         write_query(&mut q, opts);
         let path = q.finish(object_path(r, ns, name, subresource)?);
         let body = Some(("application/json", encode(&obj)?));
-        self.request(Method::PUT, &path, body, Answer::of_write(opts))
+        self.request(Method::PUT, &path, body, Answer::of(opts.version_only))
             .await
     }
 
@@ -426,7 +426,7 @@ impl Api for RemoteApi {
         write_query(&mut q, opts);
         let path = q.finish(object_path(r, ns, name, subresource)?);
         let body = Some((content_type, body));
-        self.request(Method::PATCH, &path, body, Answer::of_write(opts))
+        self.request(Method::PATCH, &path, body, Answer::of(opts.version_only))
             .await
     }
 
@@ -439,7 +439,7 @@ impl Api for RemoteApi {
     ) -> Result<Value, ApiError> {
         let path = object_path(r, ns, name, None)?;
         let body = Some(("application/json", encode(&delete_body(opts))?));
-        self.request(Method::DELETE, &path, body, Answer::of_delete(opts))
+        self.request(Method::DELETE, &path, body, Answer::of(opts.status_only))
             .await
     }
 

@@ -4,17 +4,20 @@
 //! sends the whole object (the flags are never sent), but building it as a
 //! tree only to drop it was a tenth of a load-test runner's CPU. Such an
 //! answer is scanned for `metadata.resourceVersion` alone, and the caller
-//! gets what the in-process server gives it: that field and nothing else.
+//! gets that field and nothing else: for a write, what the in-process
+//! server answers ([`version_answer`]); for a deletion, where the
+//! in-process server answers a Success Status, the same field-only stub.
 //!
 //! [`WriteOptions::version_only`]: crate::api::WriteOptions::version_only
 //! [`DeleteOptions::status_only`]: crate::api::DeleteOptions::status_only
+//! [`version_answer`]: crate::api::version_answer
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::{DeleteOptions, WriteOptions};
+use crate::api::version_answer;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Answer {
@@ -39,16 +42,10 @@ struct StubMeta<'a> {
 }
 
 impl Answer {
-    pub(crate) fn of_write(opts: &WriteOptions) -> Answer {
-        if opts.version_only {
-            Answer::Version
-        } else {
-            Answer::Whole
-        }
-    }
-
-    pub(crate) fn of_delete(opts: &DeleteOptions) -> Answer {
-        if opts.status_only {
+    /// The answer to read for a caller that reads only the
+    /// resourceVersion (`version_only`, `status_only`) or the whole.
+    pub(crate) fn of(version_only: bool) -> Answer {
+        if version_only {
             Answer::Version
         } else {
             Answer::Whole
@@ -62,7 +59,7 @@ impl Answer {
             Answer::Version => {
                 let stub: Stub<'_> = serde_json::from_slice(bytes)?;
                 Ok(match stub.metadata.and_then(|m| m.resource_version) {
-                    Some(rv) => json!({"metadata": {"resourceVersion": rv}}),
+                    Some(rv) => version_answer(&rv),
                     None => json!({"metadata": {}}),
                 })
             }

@@ -1251,7 +1251,7 @@ pub(super) fn patch_reads_managed(kind: PatchType, body: &PatchBody<'_>) -> bool
 
 /// The answer to a caller that wants only the resourceVersion written.
 fn version_stub(rev: u64) -> Value {
-    json!({"metadata": {"resourceVersion": rev.to_string()}})
+    kubesim_runtime::version_answer(&rev.to_string())
 }
 
 /// Whether `proposed` has the keys of `cur` in the same order, with the
