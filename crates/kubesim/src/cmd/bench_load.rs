@@ -31,9 +31,8 @@ fn config(pods: usize, qps: f64) -> String {
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    // The runner runs as `kubesim load --kubeconfig` runs it.
+    let rt = super::load::runtime(true)?;
     rt.block_on(bench(args))
 }
 
