@@ -104,8 +104,13 @@ pub fn render_objects(
     let text = renderer.render_file(path, &Value::Object(mapping))?;
     let mut out = Vec::new();
     for doc in documents(&text) {
-        let v: Value = serde_saphyr::from_str(&doc)
-            .map_err(|e| format!("{}: rendered object is not YAML: {e}", path.display()))?;
+        // Most rendered objects are plain block YAML, read without the
+        // full parser; what is not is read as before.
+        let v: Value = match kubesim_gocompat::plain_yaml::parse(&doc) {
+            Some(v) => v,
+            None => serde_saphyr::from_str(&doc)
+                .map_err(|e| format!("{}: rendered object is not YAML: {e}", path.display()))?,
+        };
         match v {
             Value::Object(_) => out.push(v),
             Value::Null => {}
@@ -131,6 +136,63 @@ mod tests {
             "a: \nb: c"
         );
         assert_eq!(strip_actions("x {{ unterminated"), "x ");
+    }
+
+    /// Every object template of ClusterLoader2's suite in testdata,
+    /// rendered, reads the same through the plain-YAML reader as through
+    /// the full parser; and the reader takes most of them.
+    #[test]
+    fn real_templates_read_as_the_full_parser_reads_them() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/clusterloader2");
+        let renderer = Renderer::new(kubesim_runtime::Rng::seeded(1), &root);
+        let mapping = serde_json::json!({
+            "Name": "obj-1", "Index": 1, "Namespace": "test-ns", "SvcName": "svc",
+            "ImageRegistry": "registry.k8s.io", "ReplicasMin": 1, "ReplicasMax": 3,
+            "Replicas": 2, "Group": "g", "CpuRequest": "5m", "MemoryRequest": "10M",
+        });
+        let mut files = Vec::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "yaml") {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        let (mut rendered, mut fast) = (0, 0);
+        for path in &files {
+            let text = std::fs::read_to_string(path).unwrap();
+            // Test configs and their modules are not object templates.
+            if text.contains("\nsteps:") || text.starts_with("steps:") {
+                continue;
+            }
+            let Ok(out) =
+                renderer.render_file(path, &Value::Object(mapping.as_object().unwrap().clone()))
+            else {
+                continue;
+            };
+            for doc in documents(&out) {
+                let Ok(full) = serde_saphyr::from_str::<Value>(&doc) else {
+                    continue;
+                };
+                rendered += 1;
+                if let Some(v) = kubesim_gocompat::plain_yaml::parse(&doc) {
+                    fast += 1;
+                    assert_eq!(v, full, "{}", path.display());
+                    assert_eq!(v.to_string(), full.to_string(), "{}", path.display());
+                }
+            }
+        }
+        assert!(rendered >= 30, "only {rendered} templates rendered");
+        assert!(
+            2 * fast >= rendered,
+            "the plain reader took {fast} of {rendered} rendered templates"
+        );
+        eprintln!("{fast} of {rendered} rendered templates read without the full parser");
     }
 
     #[test]

@@ -14,7 +14,6 @@ mod resolve;
 mod select;
 pub mod spec;
 mod steps;
-mod yaml_fast;
 
 pub use engine::{default_stage_objects, stage_objects_from_yaml, stages_resource};
 pub use explain::{explain, Planned};

@@ -254,7 +254,7 @@ pub fn render(
     if text.trim().is_empty() {
         return Ok(Value::Null);
     }
-    if let Some(v) = super::yaml_fast::parse(&text) {
+    if let Some(v) = kubesim_gocompat::plain_yaml::parse(&text) {
         return Ok(v);
     }
     serde_saphyr::from_str(&text).map_err(|e| format!("template output is not YAML: {e}"))

@@ -1,8 +1,9 @@
-//! A parser for the plain block YAML that Stage templates render: nested
-//! mappings and sequences of plain words, small integers, booleans and
-//! escape-free double-quoted strings, one entry per line. A pod's status
-//! patch renders to exactly that, and a general YAML parser spent more
-//! time on it than rendering it did. Anything outside that subset (flow
+//! A parser for the plain block YAML that templates render (kwok's Stage
+//! templates, ClusterLoader2's object templates): nested mappings and
+//! sequences of plain words, small integers, booleans and escape-free
+//! double-quoted strings, one entry per line. A pod's status patch
+//! renders to exactly that, and a general YAML parser spent more time on
+//! it than rendering it did. Anything outside that subset (flow
 //! collections, comments, anchors, tags, block scalars, escapes, words a
 //! YAML schema might read as something other than a string) makes it give
 //! up, and the caller parses the text with the full parser, so the value
@@ -18,9 +19,14 @@ pub fn parse(text: &str) -> Option<Value> {
         if content.trim().is_empty() {
             continue;
         }
-        // Tabs, comments and document markers are left to the full parser.
+        // A line of comment alone is nothing (the subset has no block
+        // scalars, in which it would be text: their `|` or `>` is refused).
+        if content.starts_with('#') {
+            continue;
+        }
+        // Tabs, trailing comments and document markers are left to the
+        // full parser.
         if content.starts_with('\t')
-            || content.starts_with('#')
             || content.starts_with("---")
             || content.starts_with("...")
             || line.contains(" #")
@@ -141,14 +147,45 @@ fn special_word(w: &str) -> bool {
     )
 }
 
-/// A value written after `key: ` or `- `.
-fn scalar(s: &str) -> Option<Value> {
-    if let Some(body) = s.strip_prefix('"') {
-        let inner = body.strip_suffix('"')?;
-        if inner.contains(['"', '\\']) {
+/// An escape-free double-quoted string.
+fn quoted(s: &str) -> Option<Value> {
+    let inner = s.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains(['"', '\\']) {
+        return None;
+    }
+    Some(Value::String(inner.to_string()))
+}
+
+/// A flow sequence of escape-free double-quoted strings (`command: ["sh",
+/// "-c", "sleep 1"]`), the one flow collection templates commonly render.
+fn quoted_list(s: &str) -> Option<Value> {
+    let mut rest = s.strip_prefix('[')?.strip_suffix(']')?.trim_matches(' ');
+    let mut items = Vec::new();
+    while !rest.is_empty() {
+        let body = rest.strip_prefix('"')?;
+        let end = body.find('"')?;
+        items.push(quoted(&rest[..end + 2])?);
+        rest = body[end + 1..].trim_start_matches(' ');
+        if let Some(next) = rest.strip_prefix(',') {
+            rest = next.trim_start_matches(' ');
+            // No item after the last comma: left to the full parser.
+            if rest.is_empty() {
+                return None;
+            }
+        } else if !rest.is_empty() {
             return None;
         }
-        return Some(Value::String(inner.to_string()));
+    }
+    Some(Value::Array(items))
+}
+
+/// A value written after `key: ` or `- `.
+fn scalar(s: &str) -> Option<Value> {
+    if s.starts_with('"') {
+        return quoted(s);
+    }
+    if s.starts_with('[') {
+        return quoted_list(s);
     }
     match s {
         "true" => return Some(Value::Bool(true)),
@@ -177,8 +214,13 @@ fn scalar(s: &str) -> Option<Value> {
     {
         return Some(Value::String(s.to_string()));
     }
+    // A word that starts with a letter is a string in every schema, save
+    // the special words; `.`, `/`, `-` and inner colons (image references,
+    // label values, DNS names) do not change that.
     let word = s.starts_with(|c: char| c.is_ascii_alphabetic())
-        && s.bytes().all(|b| b.is_ascii_alphanumeric());
+        && !s.ends_with(':')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'/' | b'-' | b'_' | b':'));
     (word && !special_word(s)).then(|| Value::String(s.to_string()))
 }
 
@@ -229,12 +271,20 @@ mod tests {
         same("- x\n- k: 1\n  z:\n  - w\n");
         same("key.with/slash-and_dash: v\n");
         same("memory: 64Gi\ncpu: 100m\npods: 1M\n");
+        same("image: registry.k8s.io/pause:3.9\nhost: node-1.example.com\nk: a_b::c\n");
+        same("# a comment\na:\n  # another\n  command: [\"/bin/sh\", \"-c\", \"sleep 1, 2\"]\n  e: []\n  f: [ \"x\" ]\n");
     }
 
     #[test]
     fn leaves_everything_else_to_the_full_parser() {
         for text in [
             "a: [1, 2]",
+            "a: [\"x\",]",
+            "a: [\"x\" \"y\"]",
+            "a: [\"x\", y]",
+            "a: [\"x\\\"\"]",
+            "a: [\"x\"",
+            "a: [[\"x\"]]",
             "a: {b: 1}",
             "a: 1 # comment",
             "a: \"x\\ny\"",
@@ -251,6 +301,9 @@ mod tests {
             "a: &x 1",
             "a: |\n  text",
             "a: b c",
+            "a: b:",
+            "a: b: c",
+            "a: b#c",
             "a: 1\na: 2",
             "\"a\": 1",
             "a:\n\t- 1",
@@ -280,6 +333,11 @@ mod tests {
                     "n: 007", "o: \"x\\ny\"", "p: ~", "a: 2", "- - 3", "q:  r",
                     "s: 12345678901234567890", "t: \"\"", "u: 'v'", "w: x:y",
                     "x: 64Gi", "y: 0xA", "z: 1e3", "z: 0b1", "y: 1E", "x: 12Mi3",
+                    "v: a.b/c-d", "v: img:1.0", "v: a:", "v: y.1", "v: No:", "v: n/a",
+                    "v: True.x", "v: a::b", "v: x-", "v: 1.0:a",
+                    "# c", "  # c", "l: []", "l: [\"a\"]", "l: [\"a\", \"b,c\"]",
+                    "l: [ \"a\" , \"\" ]", "l: [\"a\",]", "l: [\"a\" \"b\"]", "l: [a]",
+                    "l: [\"a\"] # c", "l: [\"#\"]", "l: [\"x\\\"\"]", "l: [\"a\", [\"b\"]]",
                 ])),
                 1..10,
             )
