@@ -85,8 +85,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
 /// named by `--kubeconfig`) runs on one thread: its actions are small and
 /// mostly wait, and on a multi-threaded runtime most of its CPU went to
 /// threads waking each other. `kubesim bench load` at 5,000 pods and 500
-/// actions/s: 22.6 % of the test's CPU with worker threads, 17.9 % on
-/// one (median of three alternating runs each). An in-process cluster
+/// actions/s: 21.7 % of the test's CPU with worker threads, 17.3 % on
+/// one (medians of three alternating runs, docs/performance.md). An in-process cluster
 /// needs the worker threads for itself.
 pub(crate) fn runtime(runner_alone: bool) -> std::io::Result<tokio::runtime::Runtime> {
     let mut b = if runner_alone {
