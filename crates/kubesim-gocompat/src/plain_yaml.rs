@@ -1,13 +1,14 @@
 //! A parser for the plain block YAML that templates render (kwok's Stage
 //! templates, ClusterLoader2's object templates): nested mappings and
-//! sequences of plain words, small integers, booleans and escape-free
-//! double-quoted strings, one entry per line. A pod's status patch
-//! renders to exactly that, and a general YAML parser spent more time on
-//! it than rendering it did. Anything outside that subset (flow
-//! collections, comments, anchors, tags, block scalars, escapes, words a
-//! YAML schema might read as something other than a string) makes it give
-//! up, and the caller parses the text with the full parser, so the value
-//! is always the one the full parser would give.
+//! sequences of plain words, small integers, booleans, escape-free
+//! double-quoted strings and flow lists of them, one entry per line, and
+//! lines of comment alone. A pod's status patch renders to exactly that,
+//! and a general YAML parser spent more time on it than rendering it did.
+//! Anything outside that subset (other flow collections, trailing
+//! comments, anchors, tags, block scalars, escapes, words a YAML schema
+//! might read as something other than a string) makes it give up, and
+//! the caller parses the text with the full parser, so the value is
+//! always the one the full parser would give.
 
 use serde_json::{Map, Number, Value};
 
