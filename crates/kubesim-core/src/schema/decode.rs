@@ -11,26 +11,14 @@
 
 use serde_json::{Map, Value};
 
-use super::generate::{self, ref_name};
+use self::shapes::{Shape, Shapes};
+use super::generate;
 use crate::quantity::Quantity;
 use crate::resource::ResourceInfo;
 
-const MAX_DEPTH: usize = 128;
-const MAX_REF_HOPS: usize = 16;
+mod shapes;
 
-const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
-const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
-const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
-const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
-/// Types whose decoders take any JSON.
-const OPAQUE: &[&str] = &[
-    "io.k8s.apimachinery.pkg.runtime.RawExtension",
-    "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
-    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
-];
+const MAX_DEPTH: usize = 128;
 
 /// Upstream's message for a quantity that does not parse.
 pub const QUANTITY_MESSAGE: &str =
@@ -54,9 +42,8 @@ pub fn decode_error_of(group: &str, version: &str, kind: &str, obj: &Value) -> O
     let name = b.name_of(group, version, kind)?;
     let schema = b.get(name)?;
     let mut w = Walker {
-        defs: &b.definitions,
+        shapes: shapes::built_in(),
         path: Vec::new(),
-        root: (schema, name),
         normalize: false,
     };
     w.check(schema, obj, short_name(name), 0).err()
@@ -80,9 +67,8 @@ pub fn decode_object(resource: &ResourceInfo, obj: &mut Value) -> Result<(), Str
     };
     let numbers = {
         let mut w = Walker {
-            defs: &b.definitions,
+            shapes: shapes::built_in(),
             path: Vec::new(),
-            root: (schema, name),
             normalize: false,
         };
         w.check(schema, obj, short_name(name), 0)?;
@@ -90,9 +76,8 @@ pub fn decode_object(resource: &ResourceInfo, obj: &mut Value) -> Result<(), Str
     };
     if numbers {
         let w = Walker {
-            defs: &b.definitions,
+            shapes: shapes::built_in(),
             path: Vec::new(),
-            root: (schema, name),
             normalize: false,
         };
         w.normalized(schema, obj, 0);
@@ -112,61 +97,11 @@ fn quantity_string(n: &serde_json::Number) -> String {
     }
 }
 
-/// The maps a schema node stands for once `$ref` and `allOf` are looked
-/// through: a few at most, kept on the stack, since this runs for every
-/// field of every write.
-#[derive(Clone, Copy, Default)]
-struct Parts<'a> {
-    maps: [Option<&'a Map<String, Value>>; MAX_PARTS],
-    len: usize,
-}
-
-/// More than this many maps for one node (a `$ref` to an `allOf` of
-/// `$ref`s, ...) is not found in the built-in schemas; the rest are not
-/// looked at.
-const MAX_PARTS: usize = 8;
-
-impl<'a> Parts<'a> {
-    fn push(&mut self, m: &'a Map<String, Value>) {
-        if self.len < MAX_PARTS {
-            self.maps[self.len] = Some(m);
-            self.len += 1;
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &'a Map<String, Value>> + '_ {
-        self.maps[..self.len].iter().flatten().copied()
-    }
-}
-
-/// How a schema node decodes, once `$ref` and `allOf` are looked through.
-enum Shape<'a> {
-    /// Takes any JSON.
-    Any,
-    Quantity,
-    IntOrString,
-    Time {
-        micro: bool,
-    },
-    /// A Go struct: its properties, and the definition it comes from.
-    Struct(Parts<'a>, Option<&'a str>),
-    Map(&'a Value),
-    Slice(&'a Value),
-    Bytes,
-    String,
-    Int(&'static str),
-    Float,
-    Bool,
-}
-
 struct Walker<'a> {
-    defs: &'a Map<String, Value>,
+    shapes: &'static Shapes,
     /// JSON field names from the root, as Go's decoder records them
     /// (struct fields only: no list indices, no map keys).
     path: Vec<&'a str>,
-    /// The kind's own definition and its name: the root is the definition
-    /// itself, not a `$ref` to it.
-    root: (&'a Value, &'a str),
     /// Whether decoding and re-encoding would change the object: a
     /// quantity given as a JSON number, or a null map value or list item
     /// (Go stores the element type's zero value there).
@@ -210,66 +145,8 @@ fn int_fits(v: &Value, bits: &str) -> bool {
 }
 
 impl<'a> Walker<'a> {
-    fn shape(&self, schema: &'a Value) -> Shape<'a> {
-        let mut parts = Parts::default();
-        let mut def = None;
-        flatten(self.defs, schema, 0, &mut parts, &mut def);
-        if def.is_none() && std::ptr::eq(schema, self.root.0) {
-            def = Some(self.root.1);
-        }
-        if let Some(d) = def {
-            match d {
-                QUANTITY => return Shape::Quantity,
-                INT_OR_STRING => return Shape::IntOrString,
-                TIME => return Shape::Time { micro: false },
-                MICRO_TIME => return Shape::Time { micro: true },
-                d if OPAQUE.contains(&d) => return Shape::Any,
-                _ => {}
-            }
-        }
-        let flag = |k: &str| {
-            parts
-                .iter()
-                .any(|m| m.get(k).and_then(Value::as_bool) == Some(true))
-        };
-        if flag("x-kubernetes-int-or-string") {
-            return Shape::IntOrString;
-        }
-        if flag("x-kubernetes-preserve-unknown-fields") {
-            return Shape::Any;
-        }
-        let ty = parts
-            .iter()
-            .find_map(|m| m.get("type").and_then(Value::as_str));
-        let format = parts
-            .iter()
-            .find_map(|m| m.get("format").and_then(Value::as_str));
-        match ty {
-            Some("object") => {
-                if parts.iter().any(|m| m.get("properties").is_some()) {
-                    return Shape::Struct(parts, def);
-                }
-                match parts.iter().find_map(|m| m.get("additionalProperties")) {
-                    Some(v @ Value::Object(_)) => Shape::Map(v),
-                    _ => Shape::Any,
-                }
-            }
-            Some("array") => match parts.iter().find_map(|m| m.get("items")) {
-                Some(items) => Shape::Slice(items),
-                None => Shape::Any,
-            },
-            Some("string") if format == Some("byte") => Shape::Bytes,
-            Some("string") if format == Some("int-or-string") => Shape::IntOrString,
-            Some("string") => Shape::String,
-            Some("integer") => Shape::Int(if format == Some("int32") {
-                "int32"
-            } else {
-                "int64"
-            }),
-            Some("number") => Shape::Float,
-            Some("boolean") => Shape::Bool,
-            _ => Shape::Any,
-        }
+    fn shape(&self, schema: &'a Value) -> &'a Shape<'static> {
+        self.shapes.of(schema)
     }
 
     /// The Go type name of a schema node, for messages.
@@ -288,7 +165,7 @@ impl<'a> Walker<'a> {
             Shape::Slice(v) => format!("[]{}", self.go_type(v, depth + 1)),
             Shape::Bytes => "[]uint8".into(),
             Shape::String => "string".into(),
-            Shape::Int(bits) => bits.into(),
+            Shape::Int(bits) => (*bits).into(),
             Shape::Float => "float64".into(),
             Shape::Bool => "bool".into(),
         }
@@ -333,14 +210,9 @@ impl<'a> Walker<'a> {
                     *v = Value::String(quantity_string(n));
                 }
             }
-            (Shape::Struct(parts, _), Value::Object(obj)) => {
+            (Shape::Struct(fields, _), Value::Object(obj)) => {
                 for (key, child) in obj.iter_mut() {
-                    let prop = parts.iter().find_map(|m| {
-                        m.get("properties")
-                            .and_then(Value::as_object)
-                            .and_then(|p| p.get(key))
-                    });
-                    if let Some(prop) = prop {
+                    if let Some(prop) = fields.get(key) {
                         self.normalized(prop, child, depth + 1);
                     }
                 }
@@ -400,25 +272,22 @@ impl<'a> Walker<'a> {
                 )),
             },
             Shape::Time { micro } => match value {
-                Value::String(s) => super::gotime::check_rfc3339(s, micro),
+                Value::String(s) => super::gotime::check_rfc3339(s, *micro),
                 v => Err(format!(
                     "json: cannot unmarshal {} into Go value of type string",
                     json_kind(v)
                 )),
             },
-            Shape::Struct(parts, def) => {
+            Shape::Struct(fields, def) => {
                 let Value::Object(obj) = value else {
                     return wrong(self);
                 };
                 let struct_name = def.map(short_name).unwrap_or("struct");
                 for (key, child) in obj {
-                    let prop = parts.iter().find_map(|m| {
-                        m.get("properties")
-                            .and_then(Value::as_object)
-                            .and_then(|p| p.get(key))
-                    });
                     // Unknown fields are the strict decoder's business.
-                    let Some(prop) = prop else { continue };
+                    let Some(prop) = fields.get(key) else {
+                        continue;
+                    };
                     self.path.push(key);
                     let r = self.check(prop, child, struct_name, depth + 1);
                     self.path.pop();
@@ -465,38 +334,6 @@ impl<'a> Walker<'a> {
                 Value::Bool(_) => Ok(()),
                 _ => wrong(self),
             },
-        }
-    }
-}
-
-/// Looks through `$ref` and `allOf`, recording the last definition a
-/// `$ref` named (the Go type the node stands for).
-fn flatten<'a>(
-    defs: &'a Map<String, Value>,
-    schema: &'a Value,
-    hops: usize,
-    out: &mut Parts<'a>,
-    def: &mut Option<&'a str>,
-) {
-    let Value::Object(m) = schema else {
-        return;
-    };
-    if hops > MAX_REF_HOPS {
-        return;
-    }
-    if let Some((name, target)) = m
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(ref_name)
-        .and_then(|n| defs.get_key_value(n))
-    {
-        *def = Some(name.as_str());
-        flatten(defs, target, hops + 1, out, def);
-    }
-    out.push(m);
-    if let Some(Value::Array(subs)) = m.get("allOf") {
-        for s in subs {
-            flatten(defs, s, hops + 1, out, def);
         }
     }
 }
