@@ -12,6 +12,15 @@
 
 use serde_json::{Map, Number, Value};
 
+/// `text` as the full YAML parser reads it: through this reader when it
+/// is in the subset, else through the parser (whose error is returned).
+pub fn read(text: &str) -> Result<Value, String> {
+    match parse(text) {
+        Some(v) => Ok(v),
+        None => serde_saphyr::from_str(text).map_err(|e| e.to_string()),
+    }
+}
+
 /// `text` as a value, or None when it is not in the subset.
 pub fn parse(text: &str) -> Option<Value> {
     let mut lines = Vec::new();
@@ -228,6 +237,17 @@ fn scalar(s: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_takes_what_the_subset_leaves_to_the_full_parser() {
+        // A flow mapping is outside the subset.
+        let text = "a: {b: 1}\nc: [x, 2]\n";
+        assert!(parse(text).is_none());
+        let full: Value = serde_saphyr::from_str(text).unwrap();
+        assert_eq!(read(text).unwrap(), full);
+        assert_eq!(read("a: 1\n").unwrap(), serde_json::json!({"a": 1}));
+        assert!(read("a: [unclosed\n").is_err());
+    }
     use serde_json::json;
 
     fn full(text: &str) -> Value {

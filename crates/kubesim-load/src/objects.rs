@@ -105,12 +105,9 @@ pub fn render_objects(
     let mut out = Vec::new();
     for doc in documents(&text) {
         // Most rendered objects are plain block YAML, read without the
-        // full parser; what is not is read as before.
-        let v: Value = match kubesim_gocompat::plain_yaml::parse(&doc) {
-            Some(v) => v,
-            None => serde_saphyr::from_str(&doc)
-                .map_err(|e| format!("{}: rendered object is not YAML: {e}", path.display()))?,
-        };
+        // full parser.
+        let v = kubesim_gocompat::plain_yaml::read(&doc)
+            .map_err(|e| format!("{}: rendered object is not YAML: {e}", path.display()))?;
         match v {
             Value::Object(_) => out.push(v),
             Value::Null => {}
@@ -170,9 +167,7 @@ mod tests {
             if text.contains("\nsteps:") || text.starts_with("steps:") {
                 continue;
             }
-            let Ok(out) =
-                renderer.render_file(path, &Value::Object(mapping.as_object().unwrap().clone()))
-            else {
+            let Ok(out) = renderer.render_file(path, &mapping) else {
                 continue;
             };
             for doc in documents(&out) {

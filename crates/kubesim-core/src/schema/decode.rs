@@ -41,11 +41,7 @@ pub fn decode_error_of(group: &str, version: &str, kind: &str, obj: &Value) -> O
     let b = generate::builtin();
     let name = b.name_of(group, version, kind)?;
     let schema = b.get(name)?;
-    let mut w = Walker {
-        shapes: shapes::built_in(),
-        path: Vec::new(),
-        normalize: false,
-    };
+    let mut w = Walker::new();
     w.check(schema, obj, short_name(name), 0).err()
 }
 
@@ -66,20 +62,12 @@ pub fn decode_object(resource: &ResourceInfo, obj: &mut Value) -> Result<(), Str
         return Ok(());
     };
     let numbers = {
-        let mut w = Walker {
-            shapes: shapes::built_in(),
-            path: Vec::new(),
-            normalize: false,
-        };
+        let mut w = Walker::new();
         w.check(schema, obj, short_name(name), 0)?;
         w.normalize
     };
     if numbers {
-        let w = Walker {
-            shapes: shapes::built_in(),
-            path: Vec::new(),
-            normalize: false,
-        };
+        let w = Walker::new();
         w.normalized(schema, obj, 0);
     }
     Ok(())
@@ -145,6 +133,14 @@ fn int_fits(v: &Value, bits: &str) -> bool {
 }
 
 impl<'a> Walker<'a> {
+    fn new() -> Self {
+        Walker {
+            shapes: shapes::built_in(),
+            path: Vec::new(),
+            normalize: false,
+        }
+    }
+
     fn shape(&self, schema: &'a Value) -> &'a Shape<'static> {
         self.shapes.of(schema)
     }

@@ -254,10 +254,8 @@ pub fn render(
     if text.trim().is_empty() {
         return Ok(Value::Null);
     }
-    if let Some(v) = kubesim_gocompat::plain_yaml::parse(&text) {
-        return Ok(v);
-    }
-    serde_saphyr::from_str(&text).map_err(|e| format!("template output is not YAML: {e}"))
+    kubesim_gocompat::plain_yaml::read(&text)
+        .map_err(|e| format!("template output is not YAML: {e}"))
 }
 
 /// What a patch step sends: its type and body (None when its template
