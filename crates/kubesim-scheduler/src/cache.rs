@@ -226,12 +226,15 @@ impl Cache {
         true
     }
 
-    pub fn remove_pod(&self, key: &ObjectKey) {
+    /// Forgets a pod; false when the cache did not hold it.
+    pub fn remove_pod(&self, key: &ObjectKey) -> bool {
         let mut g = self.inner.lock();
-        if let Some(old) = g.pods.remove(key) {
-            let uid = old.info.uid.clone();
-            g.unplace(&old.node, &uid);
-        }
+        let Some(old) = g.pods.remove(key) else {
+            return false;
+        };
+        let uid = old.info.uid.clone();
+        g.unplace(&old.node, &uid);
+        true
     }
 
     /// Counts `pod` on `node` before the binding is confirmed, so the next

@@ -172,9 +172,16 @@ fn watch_cluster(informers: &Informers, s: &Arc<Shared>, served: Arc<Vec<String>
         let gone = matches!(c, Change::Deleted(_));
         if is_assigned(obj) {
             if gone || is_terminal(obj) {
-                sh.cache.remove_pod(&key);
-                sh.queue
-                    .with(|q, now| q.move_on(ClusterEvent::AssignedPodDelete, now));
+                // kube-scheduler watches pods with the field selector
+                // `status.phase!=Succeeded,status.phase!=Failed`: a pod
+                // that finishes is deleted from its view then, and what
+                // happens to it afterwards (its later status writes, its
+                // deletion by the garbage collector) never reaches it. So
+                // only the first of these is an event for the queue.
+                if sh.cache.remove_pod(&key) {
+                    sh.queue
+                        .with(|q, now| q.move_on(ClusterEvent::AssignedPodDelete, now));
+                }
                 return;
             }
             let relabelled = match c {

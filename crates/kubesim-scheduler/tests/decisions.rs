@@ -10,7 +10,7 @@ use kubesim_runtime::{
     Api, Clock, DeleteOptions, Informers, ListOptions, ResourceRef, Rng, WriteOptions,
 };
 use kubesim_scheduler::config::ProfileConfig;
-use kubesim_scheduler::SchedulerConfig;
+use kubesim_scheduler::{Metrics, SchedulerConfig};
 use kubesim_store::{MemStore, Store};
 use serde_json::{json, Value};
 
@@ -27,6 +27,10 @@ impl Drop for Env {
 }
 
 async fn start(config: SchedulerConfig) -> Env {
+    start_with_metrics(config, None).await
+}
+
+async fn start_with_metrics(config: SchedulerConfig, metrics: Option<Arc<Metrics>>) -> Env {
     let store: Arc<dyn Store> = Arc::new(MemStore::ephemeral(Default::default()));
     let clock = Clock::simulated("2026-01-01T00:00:00Z".parse().unwrap());
     let server = Server::new(store, clock.clone(), Rng::seeded(1));
@@ -34,12 +38,13 @@ async fn start(config: SchedulerConfig) -> Env {
     let api: Arc<dyn Api> = Arc::new(InProcess::new(server.clone(), "test"));
     let sched_api: Arc<dyn Api> = Arc::new(InProcess::new(server, "default-scheduler"));
     let informers = Informers::new(sched_api.clone(), clock.clone());
-    let task = tokio::spawn(kubesim_scheduler::run(
+    let task = tokio::spawn(kubesim_scheduler::run_with_metrics(
         sched_api,
         informers,
         clock.clone(),
         Rng::seeded(7),
         config,
+        metrics,
     ));
     Env { api, clock, task }
 }
@@ -313,6 +318,59 @@ async fn least_allocated_spreads_most_allocated_packs() {
     .unwrap();
     let (a, b) = spread(cfg).await;
     assert_eq!(a.max(b), 4);
+}
+
+/// Attempts that found no node, from the scheduler's metrics.
+fn unschedulable_attempts(m: &Metrics) -> u64 {
+    let mut text = String::new();
+    m.render(&mut text);
+    text.lines()
+        .find(|l| {
+            l.starts_with("scheduler_schedule_attempts_total{")
+                && l.contains("result=\"unschedulable\"")
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .map_or(0, |n| n.parse().expect("a count"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_finished_pod_requeues_waiting_pods_once_not_again_when_deleted() {
+    // kube-scheduler watches pods with the field selector
+    // `status.phase!=Succeeded,status.phase!=Failed`: a pod that finishes
+    // leaves its view then, and its deletion later is no event to it.
+    let metrics = Arc::new(Metrics::default());
+    let env = start_with_metrics(SchedulerConfig::default(), Some(metrics.clone())).await;
+    env.node("n", "2", "4Gi", json!({})).await;
+    env.pod("a", "1", "1Gi", json!({})).await;
+    env.pod("b", "1", "1Gi", json!({})).await;
+    assert_eq!(env.node_of("a").await.as_deref(), Some("n"));
+    assert_eq!(env.node_of("b").await.as_deref(), Some("n"));
+    env.pod("big", "2", "1Gi", json!({})).await;
+    env.settle().await;
+    assert_eq!(unschedulable_attempts(&metrics), 1);
+    // `a` finishes: its cpu is free, so `big` is tried again (and still
+    // does not fit beside `b`).
+    env.api
+        .patch(
+            &ResourceRef::core("pods"),
+            "default",
+            "a",
+            kubesim_core::patch::PatchType::Merge,
+            br#"{"status":{"phase":"Succeeded"}}"#.to_vec(),
+            Some("status"),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("finish a");
+    env.clock.sleep(Duration::from_secs(20)).await;
+    assert_eq!(unschedulable_attempts(&metrics), 2);
+    // Deleting the finished pod frees nothing more: no attempt.
+    env.delete_pod("a").await;
+    env.clock.sleep(Duration::from_secs(20)).await;
+    assert_eq!(unschedulable_attempts(&metrics), 2);
+    // A running pod's deletion still counts: `big` then fits.
+    env.delete_pod("b").await;
+    assert_eq!(env.node_of("big").await.as_deref(), Some("n"));
 }
 
 #[tokio::test(start_paused = true)]
