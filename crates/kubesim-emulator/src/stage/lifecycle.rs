@@ -22,6 +22,7 @@ use super::resolve::Target;
 use super::select::choose;
 use super::spec::{Patch, Stage, Step};
 use super::steps::{lean, patch_body, patch_options, Failed, Outcome, Rendered, Steps};
+use super::window::{Place, Window};
 use crate::apate::{fail_creation, Faults, Gate, PodAction};
 use crate::managed::NodeSelector;
 
@@ -57,13 +58,15 @@ struct Job {
     step: usize,
     /// Whether the node's network latency has been waited out.
     latency_paid: bool,
-    /// The object as the informer showed it at `rv`, already decoded:
-    /// reading it back from the cache would decode its bytes again. Jobs
-    /// that wait keep it too (a running pod waits for its completion), as
-    /// that decode cost more than the rest of choosing its stage; it is
-    /// the object without managedFields, one per object with a job.
+    /// The object as the informer showed it at `rv`, already decoded, for
+    /// a job due at once: reading it back from the cache would decode its
+    /// bytes again. A job that waits (a running pod waits for its
+    /// completion) reads it back when due instead: held for the wait, the
+    /// decoded pods of a busy cluster were the largest part of the
+    /// process's memory.
     obj: Option<Arc<Value>>,
-    /// The stage's first patch rendered ahead for `obj`, when due.
+    /// The stage's first patch rendered ahead for the object at `rv`,
+    /// when due.
     rendered: Option<Arc<RenderedAhead>>,
 }
 
@@ -76,6 +79,33 @@ struct RenderedAhead {
     node: String,
     now: String,
     body: Mutex<Option<Promise<MadeAhead>>>,
+    /// Its place in the window, held as long as the render is.
+    _place: Place,
+}
+
+/// The object a render ahead is made from.
+enum Source {
+    /// At hand, decoded.
+    Decoded(Arc<Value>),
+    /// In the cache, at the job's version: read on the helper thread, so
+    /// that a job deferred by the window costs the busy thread no decode.
+    Cached {
+        cache: Arc<Cache>,
+        key: ObjectKey,
+        rv: String,
+    },
+}
+
+impl Source {
+    /// The object, if still at the version the job was planned for.
+    fn object(self) -> Option<Arc<Value>> {
+        match self {
+            Source::Decoded(obj) => Some(obj),
+            Source::Cached { cache, key, rv } => cache
+                .get(&key.namespace, &key.name)
+                .filter(|o| meta::resource_version(o) == rv),
+        }
+    }
 }
 
 /// A render made ahead, with the guesses it rests on.
@@ -110,6 +140,7 @@ pub struct Lifecycle {
     stages: RwLock<Arc<Vec<Arc<Stage>>>>,
     pending: Mutex<BTreeMap<ObjectKey, Job>>,
     queue: Arc<WorkQueue<ObjectKey>>,
+    window: Window,
 }
 
 impl Lifecycle {
@@ -131,6 +162,7 @@ impl Lifecycle {
             stages: RwLock::new(Arc::new(Vec::new())),
             pending: Mutex::new(BTreeMap::new()),
             queue,
+            window: Window::default(),
         })
     }
 
@@ -138,6 +170,7 @@ impl Lifecycle {
     pub fn set_stages(&self, stages: Vec<Arc<Stage>>) {
         *self.stages.write() = Arc::new(stages);
         self.pending.lock().clear();
+        self.window.clear();
         for obj in self.cache.list() {
             self.plan(&obj, Some(&obj));
         }
@@ -220,54 +253,107 @@ impl Lifecycle {
         let delay = stage
             .delay
             .compute(&input, self.shared.clock.now(), &self.shared.rng);
-        let rendered = self.render_ahead(&stage, cached, delay);
+        let due = self.shared.clock.instant() + delay;
+        let rendered = match cached {
+            Some(obj) if self.renders_ahead(&stage, delay) => match self.window.place() {
+                Some(place) => {
+                    let node = self.kubelet_node(obj).unwrap_or("");
+                    let source = Source::Decoded(obj.clone());
+                    self.render_ahead(&stage, node, source, due, place)
+                }
+                None => {
+                    let node = self.kubelet_node(obj).unwrap_or("");
+                    self.window.defer(due, key.clone(), node);
+                    None
+                }
+            },
+            _ => None,
+        };
         let job = Job {
             rv: rv.to_string(),
             stage,
-            due: self.shared.clock.instant() + delay,
+            due,
             step: 0,
             latency_paid: false,
-            obj: cached.cloned(),
+            obj: cached.filter(|_| delay.is_zero()).cloned(),
             rendered,
         };
         self.pending.lock().insert(key.clone(), job);
         self.queue.add_after(key, delay);
+        self.refill();
+    }
+
+    /// Whether a job of `stage` due after `delay` is worth a render ahead:
+    /// it waits, and its stage starts with a patch. (A render for a stage
+    /// due at once was found to be still in the making when due, so it
+    /// only took the helper from other work.)
+    fn renders_ahead(&self, stage: &Stage, delay: Duration) -> bool {
+        self.shared.ahead.is_some() && !delay.is_zero() && first_patch(stage).is_some()
+    }
+
+    /// Renders ahead for the waiting jobs due soonest, while the window
+    /// has room.
+    fn refill(&self) {
+        if self.shared.ahead.is_none() {
+            return;
+        }
+        let now = self.shared.clock.instant();
+        while let Some((due, key, node, place)) = self.window.next() {
+            let job = self.pending.lock().get(&key).map(|j| {
+                let current = j.due == due && j.step == 0 && j.rendered.is_none();
+                (current, j.stage.clone(), j.rv.clone())
+            });
+            let Some((true, stage, rv)) = job else {
+                continue;
+            };
+            if due <= now {
+                continue;
+            }
+            let cache = self.cache.clone();
+            let source = Source::Cached {
+                cache,
+                key: key.clone(),
+                rv,
+            };
+            let rendered = self.render_ahead(&stage, &node, source, due, place);
+            if let Some(j) = self.pending.lock().get_mut(&key) {
+                if j.due == due && j.rendered.is_none() {
+                    j.rendered = rendered;
+                }
+            }
+        }
     }
 
     /// Renders the first patch of `stage` on the helper thread, as it will
-    /// render `delay` from now, when only events come before it and there
-    /// is time to: most stages that wait (a pod starting after its delay,
-    /// running for its duration) come to one patch, whose render is then
-    /// off this thread. (A render for a stage due at once was found to be
-    /// still in the making when due, so it only took the helper from
-    /// other work.)
+    /// render at `due`, for `node`'s kubelet: most stages that wait (a pod
+    /// starting after its delay, running for its duration) come to one
+    /// patch, whose render is then off this thread.
     fn render_ahead(
         &self,
         stage: &Arc<Stage>,
-        obj: Option<&Arc<Value>>,
-        delay: Duration,
+        node: &str,
+        source: Source,
+        due: Instant,
+        place: Place,
     ) -> Option<Arc<RenderedAhead>> {
-        let (Some(ahead), Some(obj)) = (&self.shared.ahead, obj) else {
-            return None;
-        };
-        if delay.is_zero() {
-            return None;
-        }
-        first_patch(stage)?;
-        let at = self.shared.clock.now().checked_add(delay).ok()?;
+        let ahead = self.shared.ahead.as_ref()?;
+        let at = self.shared.clock.at(due);
         let funcs = AheadFuncs {
-            node: self.kubelet_node(obj).unwrap_or("").to_string(),
+            node: node.to_string(),
             now: meta::format_time(at),
             start_time: self.shared.funcs.start_time.clone(),
             guess_from: Some(self.shared.funcs.clone()),
             guessed: Default::default(),
         };
         let (node, now) = (funcs.node.clone(), funcs.now.clone());
-        let (stage, obj) = (stage.clone(), obj.clone());
+        let stage = stage.clone();
         let (api, resource) = (self.shared.api.clone(), self.target.resource.clone());
         let body = ahead.spawn(move || {
             let Some((i, p)) = first_patch(&stage) else {
                 return (Ok(None), Vec::new());
+            };
+            let Some(obj) = source.object() else {
+                return (Err("changed before its render".into()), Vec::new());
             };
             let body = patch_body(&stage, p, &obj, &funcs);
             // The server may prepare the update too; it checks when the
@@ -284,6 +370,7 @@ impl Lifecycle {
             node,
             now,
             body: Mutex::new(Some(body)),
+            _place: place,
         }))
     }
 
@@ -391,11 +478,11 @@ impl Lifecycle {
             target: &self.target,
             registry: &self.shared.registry,
         };
-        // The render made ahead holds for the object it was made for.
+        // The render made ahead holds for the version it was made for.
         let first = job
             .rendered
             .as_ref()
-            .filter(|_| job.step == 0 && job.obj.as_ref().is_some_and(|o| Arc::ptr_eq(o, &obj)))
+            .filter(|_| job.step == 0 && meta::resource_version(&obj) == job.rv)
             .and_then(|r| r.take(&steps.funcs, &meta::format_time(self.shared.clock.now())));
         let ran = steps.run(&job.stage, &obj, job.step, first).await;
         match ran {
@@ -411,6 +498,7 @@ impl Lifecycle {
                 if let Some(ahead) = &self.shared.ahead {
                     ahead.drop_later((job, obj));
                 }
+                self.refill();
                 Ok(None)
             }
             Err(Failed { step, error }) => {

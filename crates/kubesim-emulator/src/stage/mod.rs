@@ -14,6 +14,7 @@ mod resolve;
 mod select;
 pub mod spec;
 mod steps;
+mod window;
 
 pub use engine::{default_stage_objects, stage_objects_from_yaml, stages_resource};
 pub use explain::{explain, Planned};
