@@ -244,12 +244,22 @@ async fn starts_and_completions_rendered_ahead_are_those_rendered_when_due() {
     })
     .await;
     let ahead = finished_pods(EmulatorConfig {
-        stages: Some(stages),
+        stages: Some(stages.clone()),
         ahead: Some(Ahead::start()),
         ..Default::default()
     })
     .await;
     assert_eq!(due, ahead);
+    // Two places for eight pods: most renders wait for one to free, and
+    // are then made from the pod the helper reads from the cache.
+    let deferred = finished_pods(EmulatorConfig {
+        stages: Some(stages),
+        ahead: Some(Ahead::start()),
+        rendered_ahead: 2,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(due, deferred);
 }
 
 #[tokio::test(start_paused = true)]

@@ -43,6 +43,8 @@ pub struct Shared {
     pub registry: Registry,
     /// Where a stage's first patch is rendered ahead of its job.
     pub ahead: Option<Ahead>,
+    /// Waiting jobs rendered ahead at most (see `window`).
+    pub rendered_ahead: usize,
     /// Concurrent step runners for pods, and for nodes.
     pub pod_parallelism: usize,
     pub node_parallelism: usize,
@@ -61,7 +63,8 @@ struct Job {
     /// The object as the informer showed it at `rv`, already decoded, for
     /// a job due at once: reading it back from the cache would decode its
     /// bytes again. A job that waits (a running pod waits for its
-    /// completion) reads it back when due instead: held for the wait, the
+    /// completion) has it from its render ahead, read then by the helper
+    /// thread, or reads it back when due: held for the whole wait, the
     /// decoded pods of a busy cluster were the largest part of the
     /// process's memory.
     obj: Option<Arc<Value>>,
@@ -78,9 +81,27 @@ struct Job {
 struct RenderedAhead {
     node: String,
     now: String,
-    body: Mutex<Option<Promise<MadeAhead>>>,
+    made: Mutex<Made>,
     /// Its place in the window, held as long as the render is.
     _place: Place,
+}
+
+/// Where a render ahead stands.
+enum Made {
+    Promised(Promise<MadeAhead>),
+    Ready(MadeAhead),
+    /// Taken, or never begun.
+    Gone,
+}
+
+/// A render made ahead.
+struct MadeAhead {
+    /// The object it was made from: the job's, when it is due, without a
+    /// decode on the busy thread. None when it had changed.
+    obj: Option<Arc<Value>>,
+    body: Result<Rendered, String>,
+    /// What the render rests on.
+    guesses: Vec<Guess>,
 }
 
 /// The object a render ahead is made from.
@@ -108,10 +129,26 @@ impl Source {
     }
 }
 
-/// A render made ahead, with the guesses it rests on.
-type MadeAhead = (Result<Rendered, String>, Vec<Guess>);
-
 impl RenderedAhead {
+    /// What the helper made, once it has (waiting if it is making it);
+    /// work it has not begun is dropped, left to the caller.
+    fn settle(made: &mut Made) {
+        *made = match std::mem::replace(made, Made::Gone) {
+            Made::Promised(p) => p.try_get().map_or(Made::Gone, Made::Ready),
+            other => other,
+        };
+    }
+
+    /// The object the render was made from, if the helper read it.
+    fn object(&self) -> Option<Arc<Value>> {
+        let mut made = self.made.lock();
+        Self::settle(&mut made);
+        match &*made {
+            Made::Ready(m) => m.obj.clone(),
+            _ => None,
+        }
+    }
+
     /// The render, if it was made for `due`'s node at `now`, is ready (or
     /// being made) and its guesses hold; None leaves it to the caller.
     /// Checking the guesses calls their functions as the render when due
@@ -120,8 +157,15 @@ impl RenderedAhead {
         if self.node != due.node || self.now != now {
             return None;
         }
-        let (body, guesses) = self.body.lock().take()?.try_get()?;
-        guesses.iter().all(|g| g.holds(due)).then_some(body.ok()?)
+        let mut made = self.made.lock();
+        Self::settle(&mut made);
+        let Made::Ready(m) = std::mem::replace(&mut *made, Made::Gone) else {
+            return None;
+        };
+        m.guesses
+            .iter()
+            .all(|g| g.holds(due))
+            .then_some(m.body.ok()?)
     }
 }
 
@@ -154,6 +198,7 @@ impl Lifecycle {
             _ => Kind::Other,
         };
         let queue = WorkQueue::new(shared.clock.clone());
+        let window = Window::new(shared.rendered_ahead);
         Arc::new(Lifecycle {
             shared,
             target,
@@ -162,7 +207,7 @@ impl Lifecycle {
             stages: RwLock::new(Arc::new(Vec::new())),
             pending: Mutex::new(BTreeMap::new()),
             queue,
-            window: Window::default(),
+            window,
         })
     }
 
@@ -349,11 +394,12 @@ impl Lifecycle {
         let stage = stage.clone();
         let (api, resource) = (self.shared.api.clone(), self.target.resource.clone());
         let body = ahead.spawn(move || {
-            let Some((i, p)) = first_patch(&stage) else {
-                return (Ok(None), Vec::new());
-            };
-            let Some(obj) = source.object() else {
-                return (Err("changed before its render".into()), Vec::new());
+            let (Some((i, p)), Some(obj)) = (first_patch(&stage), source.object()) else {
+                return MadeAhead {
+                    obj: None,
+                    body: Err("changed before its render".into()),
+                    guesses: Vec::new(),
+                };
             };
             let body = patch_body(&stage, p, &obj, &funcs);
             // The server may prepare the update too; it checks when the
@@ -364,12 +410,16 @@ impl Lifecycle {
                 let sub = p.subresource.as_deref();
                 api.patch_ahead(&resource, ns, name, *kind, body, sub, &opts, &funcs.now);
             }
-            (body, funcs.guessed.into_inner())
+            MadeAhead {
+                obj: Some(obj),
+                body,
+                guesses: funcs.guessed.into_inner(),
+            }
         });
         Some(Arc::new(RenderedAhead {
             node,
             now,
-            body: Mutex::new(Some(body)),
+            made: Mutex::new(Made::Promised(body)),
             _place: place,
         }))
     }
@@ -425,7 +475,11 @@ impl Lifecycle {
             self.cache.resource_version(&key.namespace, &key.name) == Some(job.rv.clone())
                 && meta::resource_version(o) == job.rv
         };
-        let obj = match job.obj.as_ref().filter(unchanged) {
+        // A job due at once holds its object; one that waited may have it
+        // from its render ahead.
+        let ahead = job.rendered.as_ref().filter(|_| job.step == 0);
+        let read_ahead = ahead.and_then(|r| r.object());
+        let obj = match job.obj.as_ref().or(read_ahead.as_ref()).filter(unchanged) {
             Some(o) => o.clone(),
             None => match self.cache.get(&key.namespace, &key.name) {
                 Some(o) => o,

@@ -21,3 +21,4 @@ pub use explain::{explain, Planned};
 pub use lifecycle::Shared;
 pub use select::choose;
 pub use spec::Stage;
+pub use window::RENDERED_AHEAD;

@@ -17,13 +17,13 @@ use kubesim_runtime::ObjectKey;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-/// Renders made ahead (or being made) held at most: well over the jobs a
-/// simulation's busy thread runs while the helper makes one, and a few
-/// tens of MiB with the updates prepared from them.
-pub(super) const RENDERED_AHEAD: usize = 1024;
+/// Renders made ahead (or being made) held at most, by default: well over
+/// the jobs a simulation's busy thread runs while the helper makes one,
+/// and a few tens of MiB with the updates prepared from them.
+pub const RENDERED_AHEAD: usize = 1024;
 
-#[derive(Default)]
 pub(super) struct Window {
+    capacity: usize,
     held: Arc<AtomicUsize>,
     /// Waiting jobs without a render, by when they are due, with the node
     /// whose kubelet will act. An entry may be stale (the job since
@@ -42,11 +42,20 @@ impl Drop for Place {
 }
 
 impl Window {
+    /// A window of `capacity` places.
+    pub(super) fn new(capacity: usize) -> Window {
+        Window {
+            capacity,
+            held: Arc::default(),
+            later: Mutex::default(),
+        }
+    }
+
     /// A place, if the window has room.
     pub(super) fn place(&self) -> Option<Place> {
         self.held
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < RENDERED_AHEAD).then_some(n + 1)
+                (n < self.capacity).then_some(n + 1)
             })
             .ok()
             .map(|_| Place(self.held.clone()))
@@ -88,9 +97,9 @@ mod tests {
 
     #[test]
     fn places_are_bounded_and_given_back_when_dropped() {
-        let w = Window::default();
-        let held: Vec<Place> = (0..RENDERED_AHEAD).map_while(|_| w.place()).collect();
-        assert_eq!(held.len(), RENDERED_AHEAD);
+        let w = Window::new(3);
+        let held: Vec<Place> = (0..5).map_while(|_| w.place()).collect();
+        assert_eq!(held.len(), 3);
         assert!(w.place().is_none());
         drop(held);
         assert!(w.place().is_some());
@@ -98,9 +107,9 @@ mod tests {
 
     #[test]
     fn the_job_due_soonest_is_next_once_a_place_frees() {
-        let w = Window::default();
+        let w = Window::new(2);
         let t0 = Clock::wall().instant();
-        let mut held: Vec<Place> = (0..RENDERED_AHEAD).map_while(|_| w.place()).collect();
+        let mut held: Vec<Place> = (0..2).map_while(|_| w.place()).collect();
         w.defer(t0 + Duration::from_secs(30), key("late"), "n1");
         w.defer(t0 + Duration::from_secs(10), key("soon"), "n2");
         assert!(w.next().is_none(), "no room");
