@@ -36,8 +36,9 @@ pub struct EmulatorConfig {
     /// A helper thread for work whose results are wanted later (the
     /// patches of delayed stages, rendered ahead).
     pub ahead: Option<kubesim_runtime::Ahead>,
-    /// Waiting stage jobs whose first patch is rendered ahead at most, the
-    /// ones due soonest ([`RENDERED_AHEAD`] by default).
+    /// Waiting stage jobs whose first patch is rendered ahead at most (a
+    /// freed place goes to the job due soonest; [`RENDERED_AHEAD`] by
+    /// default).
     pub rendered_ahead: usize,
     /// Pods whose stages are played at once (kwok's
     /// `podPlayStageParallelism`): each step waits for the API's answer,

@@ -336,7 +336,7 @@ impl Lifecycle {
         self.shared.ahead.is_some() && !delay.is_zero() && first_patch(stage).is_some()
     }
 
-    /// Renders ahead for the waiting jobs due soonest, while the window
+    /// Renders ahead for the deferred jobs due soonest, while the window
     /// has room.
     fn refill(&self) {
         if self.shared.ahead.is_none() {
@@ -397,7 +397,7 @@ impl Lifecycle {
             let (Some((i, p)), Some(obj)) = (first_patch(&stage), source.object()) else {
                 return MadeAhead {
                     obj: None,
-                    body: Err("changed before its render".into()),
+                    body: Err("nothing to render ahead".into()),
                     guesses: Vec::new(),
                 };
             };

@@ -1,5 +1,6 @@
-//! Which waiting jobs have their first patch rendered ahead: the ones due
-//! soonest, at most [`RENDERED_AHEAD`] at a time.
+//! Which waiting jobs have their first patch rendered ahead: at most
+//! [`RENDERED_AHEAD`] at a time, a freed place going to the waiting job
+//! due soonest.
 //!
 //! A render made ahead (and the update the server prepares from it) is
 //! held until its job is due. Made for every job as it was planned, a
@@ -7,7 +8,9 @@
 //! for as long as the pod ran, and the helper thread spent its time on
 //! the jobs planned last rather than the ones due first. The window keeps
 //! a bounded number of renders, and gives a freed place to the waiting
-//! job due soonest.
+//! job due soonest. A job holding a place keeps it until it runs, even
+//! if jobs due sooner come later: taking places back would throw away
+//! work done.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
