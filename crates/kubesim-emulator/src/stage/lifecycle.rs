@@ -282,9 +282,9 @@ impl Lifecycle {
     /// [`consider`](Self::consider); `cached` is the object as the cache
     /// holds it, when the caller has it.
     fn plan(&self, obj: &Value, cached: Option<&Arc<Value>>) {
-        if self.kubelet_node(obj).is_none() {
+        let Some(node) = self.kubelet_node(obj) else {
             return;
-        }
+        };
         let key = ObjectKey::of(obj);
         let rv = meta::resource_version(obj);
         if self.pending.lock().get(&key).is_some_and(|j| j.rv == rv) {
@@ -302,12 +302,10 @@ impl Lifecycle {
         let rendered = match cached {
             Some(obj) if self.renders_ahead(&stage, delay) => match self.window.place() {
                 Some(place) => {
-                    let node = self.kubelet_node(obj).unwrap_or("");
                     let source = Source::Decoded(obj.clone());
                     self.render_ahead(&stage, node, source, due, place)
                 }
                 None => {
-                    let node = self.kubelet_node(obj).unwrap_or("");
                     self.window.defer(due, key.clone(), node);
                     None
                 }
@@ -344,28 +342,23 @@ impl Lifecycle {
         }
         let now = self.shared.clock.instant();
         while let Some((due, key, node, place)) = self.window.next() {
-            let job = self.pending.lock().get(&key).map(|j| {
-                let current = j.due == due && j.step == 0 && j.rendered.is_none();
-                (current, j.stage.clone(), j.rv.clone())
-            });
-            let Some((true, stage, rv)) = job else {
-                continue;
-            };
             if due <= now {
                 continue;
             }
-            let cache = self.cache.clone();
-            let source = Source::Cached {
-                cache,
-                key: key.clone(),
-                rv,
+            let mut pending = self.pending.lock();
+            // The entry is stale if the job was replaced, ran or is gone.
+            let Some(job) = pending
+                .get_mut(&key)
+                .filter(|j| j.due == due && j.step == 0 && j.rendered.is_none())
+            else {
+                continue;
             };
-            let rendered = self.render_ahead(&stage, &node, source, due, place);
-            if let Some(j) = self.pending.lock().get_mut(&key) {
-                if j.due == due && j.rendered.is_none() {
-                    j.rendered = rendered;
-                }
-            }
+            let source = Source::Cached {
+                cache: self.cache.clone(),
+                key: key.clone(),
+                rv: job.rv.clone(),
+            };
+            job.rendered = self.render_ahead(&job.stage, &node, source, due, place);
         }
     }
 
@@ -533,10 +526,8 @@ impl Lifecycle {
             registry: &self.shared.registry,
         };
         // The render made ahead holds for the version it was made for.
-        let first = job
-            .rendered
-            .as_ref()
-            .filter(|_| job.step == 0 && meta::resource_version(&obj) == job.rv)
+        let first = ahead
+            .filter(|_| meta::resource_version(&obj) == job.rv)
             .and_then(|r| r.take(&steps.funcs, &meta::format_time(self.shared.clock.now())));
         let ran = steps.run(&job.stage, &obj, job.step, first).await;
         match ran {

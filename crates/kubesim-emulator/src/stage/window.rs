@@ -72,8 +72,12 @@ impl Window {
     /// The waiting job due soonest and a place for it, while the window
     /// has room.
     pub(super) fn next(&self) -> Option<(Instant, ObjectKey, String, Place)> {
+        let mut later = self.later.lock();
+        if later.is_empty() {
+            return None;
+        }
         let place = self.place()?;
-        let ((due, key), node) = self.later.lock().pop_first()?;
+        let ((due, key), node) = later.pop_first()?;
         Some((due, key, node, place))
     }
 
