@@ -18,6 +18,11 @@ use crate::{Attrs, Committed, Snapshot, Store, StoreError, Usage, WriteOp};
 pub struct Options {
     /// Events kept for watch resumption and old reads.
     pub history: usize,
+    /// Bytes of replaced and deleted objects' records the history keeps
+    /// alive, at most: the oldest events go first beyond it. Under churn
+    /// of large objects this, not the event count, bounds the history's
+    /// memory (a hundred thousand pod revisions are some 400 MiB).
+    pub history_bytes: usize,
     /// Events each resource's live channel holds. A watcher that falls
     /// further behind catches up from the history, so this bounds only
     /// the memory of the channel (its slots are allocated up front).
@@ -30,6 +35,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             history: 100_000,
+            history_bytes: 256 << 20,
             watch_buffer: 1024,
             snapshot_cache: 16,
         }
@@ -113,7 +119,7 @@ impl MemStore {
             state: Arc::new(RwLock::new(State {
                 rev,
                 resources,
-                history: History::new(opts.history, rev),
+                history: History::new(opts.history, opts.history_bytes, rev),
                 channels: HashMap::new(),
             })),
             snapshots: Mutex::new(VecDeque::new()),
