@@ -12,9 +12,14 @@ use axum::response::{IntoResponse, Response};
 use kubesim_runtime::client_limits::ClientLimits;
 use kubesim_runtime::{Api, Clock, RemoteApi, ResourceRef};
 
+#[path = "common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 /// Serves a ConfigMap at every path, after refusing the first `refuse`
-/// requests with 429 and `Retry-After: 1`; counts the requests.
-async fn stub(refuse: usize) -> (String, Arc<AtomicUsize>) {
+/// requests with 429 and `Retry-After: 1`; counts the requests. Returns
+/// the directory of a kubeconfig naming it.
+async fn stub(refuse: usize) -> (Scratch, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(AtomicUsize::new(0));
@@ -40,12 +45,7 @@ async fn stub(refuse: usize) -> (String, Arc<AtomicUsize>) {
         }
     });
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let dir = std::env::temp_dir().join(format!(
-        "kubesim-limits-{}-{}",
-        std::process::id(),
-        addr.port()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::created(&format!("limits-{}", addr.port()));
     let kc = dir.join("kubeconfig");
     std::fs::write(
         &kc,
@@ -54,19 +54,19 @@ async fn stub(refuse: usize) -> (String, Arc<AtomicUsize>) {
         ),
     )
     .unwrap();
-    (kc.to_string_lossy().into_owned(), seen)
+    (dir, seen)
 }
 
-async fn api(kc: &str) -> RemoteApi {
-    RemoteApi::from_kubeconfig(Some(std::path::Path::new(kc)))
+async fn api(dir: &Scratch) -> RemoteApi {
+    RemoteApi::from_kubeconfig(Some(&dir.join("kubeconfig")))
         .await
         .unwrap()
 }
 
 #[tokio::test]
 async fn a_429_is_retried_after_retry_after_with_limits_only() {
-    let (kc, seen) = stub(2).await;
-    let plain = api(&kc).await;
+    let (dir, seen) = stub(2).await;
+    let plain = api(&dir).await;
     let e = plain
         .get(&ResourceRef::core("configmaps"), "default", "x")
         .await
@@ -75,7 +75,7 @@ async fn a_429_is_retried_after_retry_after_with_limits_only() {
     assert_eq!(e.details.and_then(|d| d.retry_after_seconds), Some(1));
     assert_eq!(seen.load(Ordering::SeqCst), 1);
 
-    let limited = api(&kc)
+    let limited = api(&dir)
         .await
         .with_limits(ClientLimits::new(Clock::wall(), 0.0, 1, 10));
     let start = Instant::now();
@@ -93,8 +93,8 @@ async fn a_429_is_retried_after_retry_after_with_limits_only() {
 
 #[tokio::test]
 async fn requests_are_paced_by_the_bucket() {
-    let (kc, seen) = stub(0).await;
-    let limited = api(&kc)
+    let (dir, seen) = stub(0).await;
+    let limited = api(&dir)
         .await
         .with_limits(ClientLimits::new(Clock::wall(), 20.0, 1, 10));
     let start = Instant::now();

@@ -5,6 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 fn testdata(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata")
@@ -28,10 +32,8 @@ fn simulate(args: &[&str], out: &Path) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kubesim-sim-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+fn out_dir(name: &str) -> Scratch {
+    Scratch::new(&format!("sim-{name}"))
 }
 
 fn schedule(dir: &Path) -> Vec<(String, String)> {

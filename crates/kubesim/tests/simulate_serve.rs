@@ -18,6 +18,10 @@ use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, Config, ResourceExt};
 use serde_json::{json, Value};
 
+#[path = "common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 /// A guard against a hung run, not a measure of anything: runs here take
 /// seconds.
 const HANG: Duration = Duration::from_secs(300);
@@ -36,11 +40,8 @@ fn testdata(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("kubesim-serve-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn out_dir(name: &str) -> Scratch {
+    Scratch::created(&format!("serve-{name}"))
 }
 
 /// A running `kubesim simulate --serve`, its stdout read line by line.
@@ -48,7 +49,8 @@ struct Served {
     child: Child,
     lines: mpsc::Receiver<String>,
     stdout: Vec<String>,
-    out: PathBuf,
+    /// Taken by whichever `finish` ends the run, for the caller to read.
+    out: Option<Scratch>,
 }
 
 impl Served {
@@ -89,12 +91,18 @@ impl Served {
             child,
             lines,
             stdout: Vec::new(),
-            out,
+            out: Some(out),
         }
     }
 
+    fn out(&self) -> &Path {
+        self.out
+            .as_ref()
+            .expect("the run's directory, until it finishes")
+    }
+
     fn log(&self) -> String {
-        std::fs::read_to_string(self.out.join("kubesim.log")).unwrap_or_default()
+        std::fs::read_to_string(self.out().join("kubesim.log")).unwrap_or_default()
     }
 
     /// The kubeconfig of the `export KUBECONFIG=...` line, printed once the
@@ -114,7 +122,7 @@ impl Served {
     }
 
     /// Waits for the run to end; everything it printed.
-    fn finish(mut self) -> (String, PathBuf) {
+    fn finish(mut self) -> (String, Scratch) {
         let deadline = Instant::now() + HANG;
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -128,12 +136,12 @@ impl Served {
         };
         assert!(status.success(), "kubesim failed:\n{}", self.log());
         self.stdout.extend(self.lines.iter());
-        (self.stdout.join("\n"), self.out.clone())
+        (self.stdout.join("\n"), self.out.take().unwrap())
     }
 
     /// Like [`Served::finish`] for a run that must fail (one that started
-    /// no job): its stdout and its stderr.
-    fn finish_failing(mut self) -> (String, String) {
+    /// no job): its stdout, its stderr and its directory.
+    fn finish_failing(mut self) -> (String, String, Scratch) {
         let deadline = Instant::now() + HANG;
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -147,7 +155,8 @@ impl Served {
         };
         assert!(!status.success(), "kubesim succeeded:\n{}", self.log());
         self.stdout.extend(self.lines.iter());
-        (self.stdout.join("\n"), self.log())
+        let log = self.log();
+        (self.stdout.join("\n"), log, self.out.take().unwrap())
     }
 }
 
@@ -386,8 +395,7 @@ fn a_run_nobody_schedules_still_ends() {
         DELAYS,
         &["--nodes", "2", "--node-cpu", "2", "--serve-timeout", "1s"],
     );
-    let out = served.out.clone();
-    let (printed, log) = served.finish_failing();
+    let (printed, log, out) = served.finish_failing();
     assert!(printed.contains("export KUBECONFIG="), "{printed}");
     assert!(printed.contains("none started"), "{printed}");
     assert!(!printed.contains("mean waiting"), "{printed}");
@@ -422,7 +430,7 @@ async fn a_watcher_that_never_binds_stops_at_until() {
             .boxed();
         while events.next().await.is_some() {}
     });
-    let (printed, log) = tokio::task::spawn_blocking(move || served.finish_failing())
+    let (printed, log, _out) = tokio::task::spawn_blocking(move || served.finish_failing())
         .await
         .unwrap();
     watch.abort();

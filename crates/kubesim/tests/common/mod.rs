@@ -8,6 +8,7 @@ pub mod emulate;
 pub mod kubectl;
 pub mod kubelet;
 pub mod load;
+pub mod scratch;
 pub mod shards;
 pub mod tls;
 
