@@ -147,11 +147,12 @@ fn batsim_delays_and_swf_trace() {
 
 /// Runs `kubesim simulate` expecting failure; its stderr.
 fn simulate_fails(args: &[&str]) -> String {
+    let out = out_dir("bad");
     let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
         .arg("simulate")
         .args(args)
         .arg("--out")
-        .arg(out_dir("bad"))
+        .arg(&out)
         .output()
         .unwrap();
     assert!(!o.status.success(), "simulate {args:?} should fail");

@@ -453,12 +453,13 @@ async fn a_watcher_that_never_binds_stops_at_until() {
 fn a_run_without_a_scheduler_says_nothing_ran() {
     // `external` is the older spelling of `none`.
     for choice in ["none", "external"] {
+        let out = out_dir(&format!("no-scheduler-{choice}"));
         let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
             .args(["simulate", "--nodes", "1", "--scheduler", choice])
             .arg("--workload")
             .arg(testdata(DELAYS))
             .arg("--out")
-            .arg(out_dir(&format!("no-scheduler-{choice}")))
+            .arg(&out)
             .output()
             .unwrap();
         assert!(!o.status.success());
@@ -476,6 +477,7 @@ fn a_run_without_a_scheduler_says_nothing_ran() {
 
 #[test]
 fn the_quiet_period_must_be_shorter_than_the_timeout() {
+    let out = out_dir("quiet");
     let o = Command::new(env!("CARGO_BIN_EXE_kubesim"))
         .args([
             "simulate",
@@ -488,7 +490,7 @@ fn the_quiet_period_must_be_shorter_than_the_timeout() {
         .args(["--quiet", "2s", "--serve-timeout", "1s", "--workload"])
         .arg(testdata(DELAYS))
         .arg("--out")
-        .arg(out_dir("quiet"))
+        .arg(&out)
         .output()
         .unwrap();
     assert!(!o.status.success());

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 /// A directory for one test's files, named for the test and the process,
 /// emptied of anything an earlier run left there. It is removed when the
 /// test drops it, unless the test is failing: a panicking test leaves its
-/// files for reading.
+/// files for reading. Hold it for as long as its directory is used:
+/// `Command::arg` takes its argument by value, so give it a reference.
 pub struct Scratch(PathBuf);
 
 impl Scratch {
