@@ -102,7 +102,7 @@ impl Served {
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.out().join("kubesim.log")).unwrap_or_default()
+        log_in(self.out())
     }
 
     /// The kubeconfig of the `export KUBECONFIG=...` line, printed once the
@@ -121,8 +121,9 @@ impl Served {
         }
     }
 
-    /// Waits for the run to end; everything it printed.
-    fn finish(mut self) -> (String, Scratch) {
+    /// Waits for the run to end with the outcome `success` says; everything
+    /// it printed, and its directory.
+    fn end(&mut self, success: bool) -> (String, Scratch) {
         let deadline = Instant::now() + HANG;
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -134,30 +135,32 @@ impl Served {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        assert!(status.success(), "kubesim failed:\n{}", self.log());
+        assert_eq!(
+            status.success(),
+            success,
+            "kubesim's outcome:\n{}",
+            self.log()
+        );
         self.stdout.extend(self.lines.iter());
         (self.stdout.join("\n"), self.out.take().unwrap())
+    }
+
+    /// Waits for the run to end; everything it printed.
+    fn finish(mut self) -> (String, Scratch) {
+        self.end(true)
     }
 
     /// Like [`Served::finish`] for a run that must fail (one that started
     /// no job): its stdout, its stderr and its directory.
     fn finish_failing(mut self) -> (String, String, Scratch) {
-        let deadline = Instant::now() + HANG;
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("the simulation hung:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        assert!(!status.success(), "kubesim succeeded:\n{}", self.log());
-        self.stdout.extend(self.lines.iter());
-        let log = self.log();
-        (self.stdout.join("\n"), log, self.out.take().unwrap())
+        let (printed, out) = self.end(false);
+        (printed, log_in(&out), out)
     }
+}
+
+/// What a run with its directory at `out` logged.
+fn log_in(out: &Path) -> String {
+    std::fs::read_to_string(out.join("kubesim.log")).unwrap_or_default()
 }
 
 impl Drop for Served {

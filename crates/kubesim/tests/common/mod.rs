@@ -8,7 +8,6 @@ pub mod emulate;
 pub mod kubectl;
 pub mod kubelet;
 pub mod load;
-pub mod scratch;
 pub mod shards;
 pub mod tls;
 

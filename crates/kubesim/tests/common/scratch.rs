@@ -1,7 +1,7 @@
 //! A test's own directory under the system's temporary one.
 
-// Included on its own by tests that need nothing else of `common`, each
-// using part of it.
+// Included on its own (`#[path]`) by tests that need nothing else of
+// `common`, each using part of it.
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
