@@ -79,6 +79,7 @@ fn deployments_run_on_emulated_nodes() {
         "node-heartbeat-with-lease",
         "pod-ready",
         "pod-complete",
+        "job-pod-complete",
         "pod-delete",
     ] {
         assert!(stages.contains(s), "{stages}");

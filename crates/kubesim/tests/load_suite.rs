@@ -151,6 +151,42 @@ fn load_runs_to_the_end_with_skipped_probes_and_derived_network_programming() {
 }
 
 #[test]
+fn load_runs_against_a_kubesim_up_cluster() {
+    // The same test driven through a kubeconfig at a `kubesim up` cluster
+    // with its default Stages: load's Jobs run `pause`, whose pods must
+    // keep running for WaitForControlledPodsRunning, as in process.
+    let k = common::Kubesim::start_ephemeral_with("load-suite-up", &["--nodes", "10"]);
+    let dir = scratch("load-up");
+    let config = testdata("load/config.yaml");
+    let kc = k.kubeconfig();
+    let o = common::load::load(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--nodes",
+            "10",
+            "--report-dir",
+            dir.to_str().unwrap(),
+        ],
+        &[
+            ("CL2_LOAD_TEST_THROUGHPUT", "50"),
+            ("CL2_DELETE_TEST_THROUGHPUT", "50"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("load: 17 steps in") && stdout.contains(" 0 failure(s), "),
+        "{stdout}"
+    );
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(junit.contains(r#"failures="0" errors="0""#), "{junit}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn watch_list_informer_job_finishes_after_its_timeout() {
     // watch-list's config fixes 80,000 pods and a 5 minute informer run;
     // its unmodified job.yaml here runs in a config of its own for 3 s.

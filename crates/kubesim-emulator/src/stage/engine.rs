@@ -29,12 +29,18 @@ const STAGE: Definition = Definition {
 
 /// The Stages kubesim starts with when given none: kwok's default set
 /// (node initialisation, heartbeat with leases, pod ready, complete and
-/// delete), Job-pod completion extended to the run-duration annotation.
+/// delete), with completion in two Stages: `pod-complete` for any pod with
+/// a `kubesim.io/run-duration` annotation, and `job-pod-complete` for the
+/// other Job pods, which finish when their program would (a `pause` Job
+/// pod runs until deleted). Kept apart so the many annotated pods of a
+/// simulation are matched by plain paths, never by the jq program that
+/// reads a Job pod's image.
 pub const DEFAULT_STAGES: &[&str] = &[
     include_str!("../../stages/node-initialize.yaml"),
     include_str!("../../stages/node-heartbeat-with-lease.yaml"),
     include_str!("../../stages/pod-ready.yaml"),
     include_str!("../../stages/pod-complete.yaml"),
+    include_str!("../../stages/job-pod-complete.yaml"),
     include_str!("../../stages/pod-delete.yaml"),
 ];
 
@@ -197,6 +203,7 @@ mod tests {
                 "node-heartbeat-with-lease",
                 "pod-ready",
                 "pod-complete",
+                "job-pod-complete",
                 "pod-delete"
             ]
         );

@@ -18,8 +18,6 @@ use serde_json::Value;
 mod find_max;
 #[path = "load_prometheus.rs"]
 mod prometheus;
-#[path = "load_stages.rs"]
-mod stages;
 
 #[derive(clap::Args, Debug)]
 pub struct LoadArgs {
@@ -238,7 +236,6 @@ async fn in_process(
 ) -> anyhow::Result<(RemoteApi, InProcess)> {
     let dir = std::env::temp_dir().join(format!("kubesim-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let stage_file = stages::write(&dir)?;
     let up = super::up::UpArgs {
         listen: "127.0.0.1:0".parse()?,
         data_dir: dir.clone(),
@@ -249,7 +246,7 @@ async fn in_process(
         pool: super::emulation::NodePoolArgs {
             nodes,
             node_template: None,
-            stages: vec![stage_file],
+            stages: Vec::new(),
         },
         terminated_pod_gc_threshold: kubesim_controllers::podgc::DEFAULT_THRESHOLD,
         emulator: super::up::EmulatorChoice::Builtin,
