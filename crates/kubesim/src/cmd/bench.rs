@@ -51,6 +51,10 @@ pub struct BenchArgs {
     /// are `--jobs` jobs; SWF processors are capped at a node's 16 cpus.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+    /// `load`: a ClusterLoader2 config to run (with `CL2_*` parameters from
+    /// the environment) instead of the create-and-delete test.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
     /// `simulate`: run every member of the benchmark family
     /// (`kubesim workload synth` workloads: light and saturated load,
     /// short and long jobs, narrow and wide pods, 1,000 and 10,000 nodes;

@@ -1,9 +1,10 @@
 //! `kubesim bench load`: how fast the load-test runner generates work.
 //! A `kubesim up` child serves the API (so the two processes' CPU is
 //! counted apart); this process runs a two-phase test (create `--pods`
-//! pods at `--qps`, then delete them at the same rate) through the
-//! runner over HTTP, and reports the rates reached, the runner's CPU
-//! cost per action and its share of the test's CPU (runner and server).
+//! pods at `--qps`, then delete them at the same rate), or the
+//! ClusterLoader2 config given with `--config`, through the runner over
+//! HTTP, and reports the rates reached, the runner's CPU cost per action
+//! and its share of the test's CPU (runner and server).
 
 use std::sync::Arc;
 
@@ -42,8 +43,14 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let (child, port) = start_server(&clock, &["--nodes", &nodes]).await?;
     let dir = std::env::temp_dir().join(format!("kubesim-bench-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("config.yaml"), config(args.pods, args.qps))?;
-    std::fs::write(dir.join("pod.yaml"), POD)?;
+    let (config_path, env) = match &args.config {
+        Some(path) => (path.clone(), std::env::vars().collect()),
+        None => {
+            std::fs::write(dir.join("config.yaml"), config(args.pods, args.qps))?;
+            std::fs::write(dir.join("pod.yaml"), POD)?;
+            (dir.join("config.yaml"), Vec::new())
+        }
+    };
     let kc = dir.join("kubeconfig");
     std::fs::write(
         &kc,
@@ -58,9 +65,9 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         Arc::new(Remote(Arc::new(remote))),
         clock,
         RunOptions {
-            config: dir.join("config.yaml"),
+            config: config_path,
             overrides: Vec::new(),
-            env: Vec::new(),
+            env,
             nodes: args.nodes as i64,
             validation: Default::default(),
             seed: 0,
@@ -86,29 +93,40 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             .collect();
         anyhow::bail!("the benchmark run failed: {}", errs.join("; "));
     }
-    let actions = 2 * args.pods;
-    println!(
-        "runner: {} pods created and deleted at a target of {} actions/s, {} nodes",
-        args.pods, args.qps, args.nodes
-    );
-    for s in &r.steps {
-        let secs = s.duration.as_secs_f64();
-        println!(
-            "  {:<22} {:>8.2} s  {:>8.0} actions/s",
-            s.name,
-            secs,
-            args.pods as f64 / secs.max(1e-9)
-        );
+    match &args.config {
+        Some(path) => {
+            println!("runner: {}, {} nodes", path.display(), args.nodes);
+            for s in &r.steps {
+                println!("  {:<40} {:>8.2} s", s.name, s.duration.as_secs_f64());
+            }
+            println!("  runner CPU {runner_cpu:.2} s; server CPU {server_cpu:.2} s");
+        }
+        None => {
+            let actions = 2 * args.pods;
+            println!(
+                "runner: {} pods created and deleted at a target of {} actions/s, {} nodes",
+                args.pods, args.qps, args.nodes
+            );
+            for s in &r.steps {
+                let secs = s.duration.as_secs_f64();
+                println!(
+                    "  {:<22} {:>8.2} s  {:>8.0} actions/s",
+                    s.name,
+                    secs,
+                    args.pods as f64 / secs.max(1e-9)
+                );
+            }
+            println!(
+                "  runner CPU {:.2} s = {:.0} µs per action ({:.0} actions/s per core); server CPU {:.2} s",
+                runner_cpu,
+                runner_cpu * 1e6 / actions as f64,
+                actions as f64 / runner_cpu.max(1e-9),
+                server_cpu
+            );
+        }
     }
-    println!(
-        "  runner CPU {:.2} s = {:.0} µs per action ({:.0} actions/s per core); server CPU {:.2} s",
-        runner_cpu,
-        runner_cpu * 1e6 / actions as f64,
-        actions as f64 / runner_cpu.max(1e-9),
-        server_cpu
-    );
-    // The budget: the runner at most 10 % of the test's CPU, the
-    // rest being the cluster's (here the server with its components).
+    // The budget: the runner at most 10 % of the test's CPU, the rest
+    // being the cluster's (here the server with its components).
     println!(
         "  runner share of the test's CPU: {:.1} %",
         100.0 * runner_cpu / (runner_cpu + server_cpu).max(1e-9)
