@@ -157,10 +157,7 @@ mod tests {
                 s.lock().push((2, kubesim_core::meta::name(o).to_string()));
             }
         });
-        assert_eq!(
-            *seen.lock(),
-            [(1, "p1".to_string()), (2, "p1".to_string())]
-        );
+        assert_eq!(*seen.lock(), [(1, "p1".to_string()), (2, "p1".to_string())]);
 
         // A dropped subscription hears no more; the informer runs on for
         // the other, and stops when the last handle goes.
