@@ -127,6 +127,17 @@ mod tests {
                 ctx.clock.clone(),
             )
         };
+        // A pod created, and a second for its informers to hear of it.
+        let create = |name: &'static str| {
+            let (api, clock) = (api.clone(), ctx.clock.clone());
+            async move {
+                let p = pod(name, json!({}), None, json!({}));
+                api.create(&pods(), "default", p, &WriteOptions::default())
+                    .await
+                    .unwrap();
+                clock.sleep(std::time::Duration::from_secs(1)).await;
+            }
+        };
         let first = get(pods(), None);
         let seen = Arc::new(Mutex::new(Vec::<(u8, String)>::new()));
         let s = seen.clone();
@@ -136,15 +147,7 @@ mod tests {
             }
         });
         first.informer().wait_synced().await;
-        api.create(
-            &pods(),
-            "default",
-            pod("p1", json!({}), None, json!({})),
-            &WriteOptions::default(),
-        )
-        .await
-        .unwrap();
-        ctx.clock.sleep(std::time::Duration::from_secs(1)).await;
+        create("p1").await;
 
         // The same objects: the running informer, and a late handler is
         // replayed what it holds. Other selectors get an informer of their own.
@@ -162,15 +165,7 @@ mod tests {
         // A dropped subscription hears no more; the informer runs on for
         // the other, and stops when the last handle goes.
         drop(a);
-        api.create(
-            &pods(),
-            "default",
-            pod("p2", json!({}), None, json!({})),
-            &WriteOptions::default(),
-        )
-        .await
-        .unwrap();
-        ctx.clock.sleep(std::time::Duration::from_secs(1)).await;
+        create("p2").await;
         assert_eq!(seen.lock().last(), Some(&(2, "p2".to_string())));
         assert_eq!(seen.lock().len(), 3);
         let weak = Arc::downgrade(&first);
