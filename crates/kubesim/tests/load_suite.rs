@@ -14,8 +14,19 @@ use serde_json::Value;
 
 /// `kubesim load` of one suite config at `nodes` nodes, reporting to `dir`.
 fn load(config: &str, nodes: &str, dir: &Path, env: &[(&str, &str)]) -> Output {
+    load_with(config, nodes, dir, env, &[])
+}
+
+/// [`load`] with more arguments.
+fn load_with(
+    config: &str,
+    nodes: &str,
+    dir: &Path,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> Output {
     let config = testdata(config);
-    let args = [
+    let mut args = vec![
         "--config",
         config.to_str().unwrap(),
         "--nodes",
@@ -23,6 +34,7 @@ fn load(config: &str, nodes: &str, dir: &Path, env: &[(&str, &str)]) -> Output {
         "--report-dir",
         dir.to_str().unwrap(),
     ];
+    args.extend_from_slice(extra);
     common::load::load(&args, env)
 }
 
@@ -157,23 +169,16 @@ fn load_runs_against_a_kubesim_up_cluster() {
     // keep running for WaitForControlledPodsRunning, as in process.
     let k = common::Kubesim::start_ephemeral_with("load-suite-up", &["--nodes", "10"]);
     let dir = scratch("load-up");
-    let config = testdata("load/config.yaml");
     let kc = k.kubeconfig();
-    let o = common::load::load(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--kubeconfig",
-            kc.to_str().unwrap(),
-            "--nodes",
-            "10",
-            "--report-dir",
-            dir.to_str().unwrap(),
-        ],
+    let o = load_with(
+        "load/config.yaml",
+        "10",
+        &dir,
         &[
             ("CL2_LOAD_TEST_THROUGHPUT", "50"),
             ("CL2_DELETE_TEST_THROUGHPUT", "50"),
         ],
+        &["--kubeconfig", kc.to_str().unwrap()],
     );
     assert!(o.status.success(), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);

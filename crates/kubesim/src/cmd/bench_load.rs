@@ -93,37 +93,36 @@ async fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             .collect();
         anyhow::bail!("the benchmark run failed: {}", errs.join("; "));
     }
+    // Per-step rates only where every step is `--pods` actions.
+    let actions = args.config.is_none().then_some(2 * args.pods);
     match &args.config {
-        Some(path) => {
-            println!("runner: {}, {} nodes", path.display(), args.nodes);
-            for s in &r.steps {
-                println!("  {:<40} {:>8.2} s", s.name, s.duration.as_secs_f64());
-            }
-            println!("  runner CPU {runner_cpu:.2} s; server CPU {server_cpu:.2} s");
+        Some(path) => println!("runner: {}, {} nodes", path.display(), args.nodes),
+        None => println!(
+            "runner: {} pods created and deleted at a target of {} actions/s, {} nodes",
+            args.pods, args.qps, args.nodes
+        ),
+    }
+    for s in &r.steps {
+        let secs = s.duration.as_secs_f64();
+        match actions {
+            Some(_) => println!(
+                "  {:<22} {:>8.2} s  {:>8.0} actions/s",
+                s.name,
+                secs,
+                args.pods as f64 / secs.max(1e-9)
+            ),
+            None => println!("  {:<40} {:>8.2} s", s.name, secs),
         }
-        None => {
-            let actions = 2 * args.pods;
-            println!(
-                "runner: {} pods created and deleted at a target of {} actions/s, {} nodes",
-                args.pods, args.qps, args.nodes
-            );
-            for s in &r.steps {
-                let secs = s.duration.as_secs_f64();
-                println!(
-                    "  {:<22} {:>8.2} s  {:>8.0} actions/s",
-                    s.name,
-                    secs,
-                    args.pods as f64 / secs.max(1e-9)
-                );
-            }
-            println!(
-                "  runner CPU {:.2} s = {:.0} µs per action ({:.0} actions/s per core); server CPU {:.2} s",
-                runner_cpu,
-                runner_cpu * 1e6 / actions as f64,
-                actions as f64 / runner_cpu.max(1e-9),
-                server_cpu
-            );
-        }
+    }
+    match actions {
+        Some(actions) => println!(
+            "  runner CPU {:.2} s = {:.0} µs per action ({:.0} actions/s per core); server CPU {:.2} s",
+            runner_cpu,
+            runner_cpu * 1e6 / actions as f64,
+            actions as f64 / runner_cpu.max(1e-9),
+            server_cpu
+        ),
+        None => println!("  runner CPU {runner_cpu:.2} s; server CPU {server_cpu:.2} s"),
     }
     // The budget: the runner at most 10 % of the test's CPU, the rest
     // being the cluster's (here the server with its components).
