@@ -142,6 +142,7 @@ pub async fn execute(
         namespace_prefix: prefix.clone(),
         server_pid: opts.server_pid,
         prometheus: opts.prometheus.clone(),
+        informers: Default::default(),
     };
     let phases = Arc::new(PhaseCtx {
         cluster: cluster.clone(),

@@ -97,6 +97,10 @@ impl Change {
 
 pub type Handler = Arc<dyn Fn(&Change) + Send + Sync>;
 
+/// Names a registered handler, for [`Informer::remove_handler`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandlerId(u64);
+
 /// Delay before listing again after the API failed.
 const RETRY: Duration = Duration::from_secs(1);
 /// Page size of the initial list.
@@ -116,7 +120,9 @@ pub struct Informer {
     /// what the cache would drop.
     decode: Decode,
     cache: Arc<Cache>,
-    handlers: Mutex<Vec<Handler>>,
+    /// Each with the id [`on_change`](Informer::on_change) returned.
+    handlers: Mutex<Vec<(HandlerId, Handler)>>,
+    next_handler: std::sync::atomic::AtomicU64,
     synced: watch::Sender<bool>,
     /// With [`checked`](Informer::checked): what every object must pass
     /// to be cached.
@@ -198,6 +204,7 @@ impl Informer {
             decode: Decode::WithoutManagedFields,
             cache: Arc::default(),
             handlers: Mutex::new(Vec::new()),
+            next_handler: Default::default(),
             synced: watch::channel(false).0,
             checked: None,
         })
@@ -249,15 +256,25 @@ impl Informer {
 
     /// Registers `handler`. Objects already cached are replayed to it as
     /// `Added`, so a handler added late misses nothing.
-    pub fn on_change(&self, handler: impl Fn(&Change) + Send + Sync + 'static) {
+    pub fn on_change(&self, handler: impl Fn(&Change) + Send + Sync + 'static) -> HandlerId {
         let handler: Handler = Arc::new(handler);
+        let id = HandlerId(
+            self.next_handler
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
         // Holding the handler lock while replaying keeps a concurrent change
         // from reaching the handler before the replay of older state.
         let mut handlers = self.handlers.lock();
         for obj in self.cache.list() {
             self.tell(&handler, &Change::Added(obj));
         }
-        handlers.push(handler);
+        handlers.push((id, handler));
+        id
+    }
+
+    /// Unregisters a handler: it is told of no change after this returns.
+    pub fn remove_handler(&self, id: HandlerId) {
+        self.handlers.lock().retain(|(h, _)| *h != id);
     }
 
     /// Calls `handler`. One that panics on an object (of a shape no write
@@ -289,7 +306,7 @@ impl Informer {
 
     fn emit(&self, change: Change) {
         let handlers = self.handlers.lock();
-        for h in handlers.iter() {
+        for (_, h) in handlers.iter() {
             self.tell(h, &change);
         }
     }

@@ -42,8 +42,8 @@ pub use cache::Lazy;
 pub use clock::{Clock, Idle, Lockstep};
 pub use events::{EventRecorder, EventStyle, EventType};
 pub use informer::{
-    metadata_only, ownership_only, Cache, Change, Informer, Informers, KeyRef, KeyedMap, ObjectKey,
-    Shape,
+    metadata_only, ownership_only, Cache, Change, HandlerId, Informer, Informers, KeyRef, KeyedMap,
+    ObjectKey, Shape,
 };
 pub use panics::panic_message;
 #[cfg(feature = "remote")]

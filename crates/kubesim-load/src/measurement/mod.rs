@@ -29,6 +29,8 @@ pub struct Ctx {
     /// The Prometheus server of the run (`kubesim load --prometheus`),
     /// for the measurements that are PromQL queries.
     pub prometheus: Option<Arc<dyn crate::prom::Querier>>,
+    /// Informers the test's measurements share.
+    pub informers: Arc<informer_pool::InformerPool>,
 }
 
 /// How a measurement call failed; a critical failure stops the test, a
@@ -286,6 +288,7 @@ pub mod api_responsiveness;
 pub mod container_restarts;
 pub mod exec;
 pub mod generic_query;
+pub mod informer_pool;
 pub mod job_lifecycle;
 pub mod jobs;
 pub mod latency;

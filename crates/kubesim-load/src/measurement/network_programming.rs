@@ -21,14 +21,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim_gocompat::duration::format_std;
-use kubesim_runtime::{Change, Clock, Informer, ResourceRef};
+use kubesim_runtime::{Change, Clock, ResourceRef};
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::task::JoinSet;
 
 use crate::params::{self, Params};
 use crate::report::{PerfData, Summary};
 
+use super::informer_pool::Subscription;
 use super::latency::LatencyMetric;
 use super::wait_pods::is_ready;
 use super::{Ctx, Measurement, MeasurementError};
@@ -58,7 +58,8 @@ struct Running {
     shared: Arc<Shared>,
     enable_violations: bool,
     threshold: Duration,
-    _tasks: JoinSet<()>,
+    /// Its handlers on the shared informers; dropping them lets go.
+    _subscriptions: Vec<Subscription>,
 }
 
 #[derive(Default)]
@@ -159,34 +160,26 @@ impl NetworkProgrammingLatency {
             )));
         }
         let shared = Arc::new(Shared::default());
-        let pods = Informer::new(
-            ctx.cluster.api(),
-            ResourceRef::core("pods"),
-            ctx.clock.clone(),
-        )
-        .checked();
-        let slices = Informer::new(
-            ctx.cluster.api(),
-            ResourceRef::new("discovery.k8s.io", "v1", "endpointslices"),
-            ctx.clock.clone(),
-        )
-        .checked();
+        let pool = |resource| {
+            ctx.informers.get(
+                ctx.cluster.api(),
+                resource,
+                "",
+                None,
+                None,
+                ctx.clock.clone(),
+            )
+        };
+        let pods = pool(ResourceRef::core("pods"));
+        let slices = pool(ResourceRef::new("discovery.k8s.io", "v1", "endpointslices"));
+        let services = pool(ResourceRef::core("services"));
         let (s, clock) = (shared.clone(), ctx.clock.clone());
-        pods.on_change(move |c| on_pod(&s, &clock, c));
+        let mut subscriptions = vec![pods.subscribe(move |c| on_pod(&s, &clock, c))];
         let (s, clock) = (shared.clone(), ctx.clock.clone());
-        slices.on_change(move |c| on_slice(&s, &clock, c));
-        let services = Informer::new(
-            ctx.cluster.api(),
-            ResourceRef::core("services"),
-            ctx.clock.clone(),
-        )
-        .checked();
+        subscriptions.push(slices.subscribe(move |c| on_slice(&s, &clock, c)));
         let (s, clock) = (shared.clone(), ctx.clock.clone());
-        services.on_change(move |c| on_service(&s, &clock, c));
-        let mut tasks = JoinSet::new();
-        tasks.spawn(pods.clone().run());
-        tasks.spawn(slices.clone().run());
-        tasks.spawn(services.clone().run());
+        subscriptions.push(services.subscribe(move |c| on_service(&s, &clock, c)));
+        let (pods, slices, services) = (pods.informer(), slices.informer(), services.informer());
         let synced = async {
             pods.wait_synced().await;
             slices.wait_synced().await;
@@ -203,7 +196,7 @@ impl NetworkProgrammingLatency {
             shared,
             enable_violations,
             threshold,
-            _tasks: tasks,
+            _subscriptions: subscriptions,
         });
         Ok(())
     }

@@ -33,6 +33,7 @@ pub async fn ctx_and_server() -> (Ctx, Arc<dyn Api>, Arc<Server>) {
         namespace_prefix: String::new(),
         server_pid: None,
         prometheus: None,
+        informers: Default::default(),
     };
     (ctx, api, server)
 }

@@ -30,6 +30,7 @@ use tokio::time::Instant;
 use crate::params::{self, Params};
 use crate::report::Summary;
 
+use super::informer_pool::Subscription;
 use super::wait_pods::{is_running_ready, node, phase, PodSelector};
 use super::{Ctx, ErrorKind, Measurement, MeasurementError};
 use kubesim_gocompat::duration::format_std;
@@ -89,7 +90,9 @@ struct Running {
 
 struct Active {
     run: Arc<Running>,
-    /// The informers and the checker; dropping the set stops them.
+    /// Its handlers on the shared informers; dropping them lets go.
+    _subscriptions: Vec<Subscription>,
+    /// The checker; dropping the set stops it.
     _tasks: JoinSet<()>,
 }
 
@@ -145,52 +148,37 @@ impl WaitForControlledPodsRunning {
             objects: BTreeMap::new(),
             dirty: BTreeSet::new(),
         }));
-        let objects = Informer::filtered(
-            ctx.cluster.api(),
-            resource.clone(),
-            &selector.namespace,
-            selector.label_selector.clone(),
-            selector.field_selector.clone(),
-            ctx.clock.clone(),
-        )
-        .checked();
-        let (sh, clock) = (shared.clone(), ctx.clock.clone());
-        objects.on_change(move |c| track(&sh, &clock, c));
-        // The controllers' label selectors say nothing of their pods'
-        // labels: follow every pod of the namespace.
-        let pods = Informer::filtered(
-            ctx.cluster.api(),
-            ResourceRef::core("pods"),
-            &selector.namespace,
-            None,
-            None,
-            ctx.clock.clone(),
-        )
-        .checked();
-        let replica_sets = (kind == "Deployment").then(|| {
-            Informer::filtered(
+        let pool = |resource: ResourceRef, label: Option<String>, field: Option<String>| {
+            ctx.informers.get(
                 ctx.cluster.api(),
-                ResourceRef::new("apps", "v1", "replicasets"),
+                resource,
                 &selector.namespace,
-                None,
-                None,
+                label,
+                field,
                 ctx.clock.clone(),
             )
-            .checked()
-        });
+        };
+        let objects = pool(
+            resource.clone(),
+            selector.label_selector.clone(),
+            selector.field_selector.clone(),
+        );
+        let (sh, clock) = (shared.clone(), ctx.clock.clone());
+        let mut subscriptions = vec![objects.subscribe(move |c| track(&sh, &clock, c))];
+        // The controllers' label selectors say nothing of their pods'
+        // labels: follow every pod of the namespace.
+        let pods = pool(ResourceRef::core("pods"), None, None);
+        let replica_sets = (kind == "Deployment")
+            .then(|| pool(ResourceRef::new("apps", "v1", "replicasets"), None, None));
         for i in [Some(&pods), replica_sets.as_ref()].into_iter().flatten() {
             let sh = shared.clone();
-            i.on_change(move |c| mark_controllers(&sh, c));
+            subscriptions.push(i.subscribe(move |c| mark_controllers(&sh, c)));
         }
-        let mut tasks = JoinSet::new();
-        let informers: Vec<Arc<Informer>> =
-            [Some(objects), Some(pods.clone()), replica_sets.clone()]
-                .into_iter()
-                .flatten()
-                .collect();
-        for i in &informers {
-            tasks.spawn(i.clone().run());
-        }
+        let informers: Vec<Arc<Informer>> = [Some(&objects), Some(&pods), replica_sets.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.informer().clone())
+            .collect();
         let synced = futures::future::join_all(informers.iter().map(|i| i.wait_synced()));
         if ctx
             .clock
@@ -209,12 +197,17 @@ impl WaitForControlledPodsRunning {
             margin,
             check_updated,
             shared,
-            pods: pods.cache(),
-            replica_sets: replica_sets.map(|i| i.cache()),
+            pods: pods.informer().cache(),
+            replica_sets: replica_sets.map(|i| i.informer().cache()),
             clock: ctx.clock.clone(),
         });
+        let mut tasks = JoinSet::new();
         tasks.spawn(check_forever(run.clone()));
-        self.active = Some(Active { run, _tasks: tasks });
+        self.active = Some(Active {
+            run,
+            _subscriptions: subscriptions,
+            _tasks: tasks,
+        });
         Ok(())
     }
 }
