@@ -222,6 +222,14 @@ mod tests {
         v.as_object().cloned().unwrap_or_default()
     }
 
+    /// Gathers with `p`, which must pass, and returns the one summary.
+    async fn gathered(m: &mut SchedulingThroughput, ctx: &Ctx, p: Value) -> Value {
+        let out = m.execute(ctx, "", &params(p)).await.expect("gather");
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].name, "SchedulingThroughput");
+        serde_json::from_str(&out[0].content).expect("json")
+    }
+
     /// Starts the measurement, then binds 10 pods at 7 s and 5 more at
     /// 12 s; returns at 21 s. Samples: 0, 2, 1, 0 pods/s.
     async fn scenario(m: &mut SchedulingThroughput) -> Ctx {
@@ -247,13 +255,7 @@ mod tests {
     async fn percentiles_of_the_samples() {
         let mut m = SchedulingThroughput::default();
         let ctx = scenario(&mut m).await;
-        let out = m
-            .execute(&ctx, "", &params(json!({"action": "gather"})))
-            .await
-            .expect("gather");
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0].name, "SchedulingThroughput");
-        let v: Value = serde_json::from_str(&out[0].content).expect("json");
+        let v = gathered(&mut m, &ctx, json!({"action": "gather"})).await;
         // Sorted samples 0, 0, 1, 2; the 1 s since the last sample
         // bound nothing, so gather adds none.
         assert_eq!(
@@ -315,11 +317,7 @@ mod tests {
         ctx.clock.sleep(Duration::from_secs(2)).await;
         delete_now(&api, &pods(), "default", "a").await;
         ctx.clock.sleep(Duration::from_secs(2)).await;
-        let out = m
-            .execute(&ctx, "", &params(json!({"action": "gather"})))
-            .await
-            .expect("gather");
-        let v: Value = serde_json::from_str(&out[0].content).expect("json");
+        let v = gathered(&mut m, &ctx, json!({"action": "gather"})).await;
         // Samples at 2 s: +2 pods → 1/s; at 4 s: −1 pod → −0.5/s.
         assert_eq!(
             v,
@@ -344,15 +342,8 @@ mod tests {
             bind(&api, "default", &format!("p{i}"), "n1").await;
         }
         ctx.clock.sleep(Duration::from_millis(400)).await;
-        let out = m
-            .execute(
-                &ctx,
-                "",
-                &params(json!({"action": "gather", "threshold": 8})),
-            )
-            .await
-            .expect("8 pods within one second meet a threshold of 8");
-        let v: Value = serde_json::from_str(&out[0].content).expect("json");
+        // 8 pods within one second meet a threshold of 8.
+        let v = gathered(&mut m, &ctx, json!({"action": "gather", "threshold": 8})).await;
         assert_eq!(
             v,
             json!({"perc50": 8.0, "perc90": 8.0, "perc99": 8.0, "max": 8.0})
@@ -366,11 +357,7 @@ mod tests {
             bind(&api, "default", &format!("p{i}"), "n1").await;
         }
         ctx.clock.sleep(Duration::from_millis(200)).await;
-        let out = m
-            .execute(&ctx, "", &params(json!({"action": "gather"})))
-            .await
-            .expect("gather");
-        let v: Value = serde_json::from_str(&out[0].content).expect("json");
+        let v = gathered(&mut m, &ctx, json!({"action": "gather"})).await;
         // The tick at 1 s saw the 8 pods bound before start: 8/s; then 4.
         assert_eq!(
             v,
