@@ -118,14 +118,7 @@ mod tests {
     async fn measurements_on_the_same_objects_share_one_informer_until_the_last_lets_go() {
         let (ctx, api) = ctx().await;
         let get = |resource: ResourceRef, label: Option<&str>| {
-            ctx.informers.get(
-                ctx.cluster.api(),
-                resource,
-                "",
-                label.map(String::from),
-                None,
-                ctx.clock.clone(),
-            )
+            ctx.informer(resource, "", label.map(String::from), None)
         };
         // A pod created, and a second for its informers to hear of it.
         let create = |name: &'static str| {

@@ -16,11 +16,11 @@ use jiff::Timestamp;
 use kubesim_runtime::Change;
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::task::JoinSet;
 
 use crate::params::{self, Params};
 use crate::report::{PerfData, Summary};
 
+use super::informer_pool::Subscription;
 use super::jobs::{self, key, CHECK_INTERVAL, DEFAULT_TIMEOUT};
 use super::latency::LatencyMetric;
 use super::wait_pods::PodSelector;
@@ -40,7 +40,7 @@ type Records = Arc<Mutex<BTreeMap<String, JobTimes>>>;
 
 struct Running {
     records: Records,
-    _tasks: JoinSet<()>,
+    _subscription: Subscription,
 }
 
 #[derive(Default)]
@@ -111,11 +111,11 @@ impl JobLifecycleLatency {
         let sel = PodSelector::parse(p)?;
         let records: Records = Arc::default();
         let r = records.clone();
-        let (_informer, tasks) =
+        let (_informer, subscription) =
             jobs::start_informer(ctx, METHOD, &sel, move |c| record(&r, c)).await?;
         self.running = Some(Running {
             records,
-            _tasks: tasks,
+            _subscription: subscription,
         });
         Ok(())
     }

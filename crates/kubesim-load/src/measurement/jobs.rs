@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use kubesim_runtime::{Informer, ResourceRef};
 use serde_json::Value;
-use tokio::task::JoinSet;
 
+use super::informer_pool::Subscription;
 use super::wait_pods::PodSelector;
 use super::{Ctx, MeasurementError};
 
@@ -22,27 +22,23 @@ pub fn jobs() -> ResourceRef {
     ResourceRef::new("batch", "v1", "jobs")
 }
 
-/// An informer on the selected Jobs, listed before this returns; it runs
-/// as long as the returned set is kept. `handler` sees every change,
-/// starting with the Jobs that already exist.
+/// The shared informer on the selected Jobs, listed before this returns;
+/// `handler` sees every change, starting with the Jobs that already
+/// exist, as long as the returned subscription is kept.
 pub async fn start_informer(
     ctx: &Ctx,
     method: &str,
     sel: &PodSelector,
     handler: impl Fn(&kubesim_runtime::Change) + Send + Sync + 'static,
-) -> Result<(Arc<Informer>, JoinSet<()>), MeasurementError> {
-    let informer = Informer::filtered(
-        ctx.cluster.api(),
+) -> Result<(Arc<Informer>, Subscription), MeasurementError> {
+    let pooled = ctx.informer(
         jobs(),
         &sel.namespace,
         sel.label_selector.clone(),
         sel.field_selector.clone(),
-        ctx.clock.clone(),
-    )
-    .checked();
-    informer.on_change(handler);
-    let tasks = super::run_synced(ctx, method, "jobs", &informer).await?;
-    Ok((informer, tasks))
+    );
+    let subscription = super::subscribe_synced(ctx, method, "jobs", &pooled, handler).await?;
+    Ok((pooled.informer().clone(), subscription))
 }
 
 /// `Complete` or `Failed` when the Job has that condition with status

@@ -319,26 +319,54 @@ pub mod wait_pvcs;
 /// upstream's `informerSyncTimeout`.
 const INFORMER_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Runs `informer` (as long as the returned set is kept) and waits for
-/// its first list; `method` and `what` (e.g. "pods") name the refusal.
-pub(crate) async fn run_synced(
+impl Ctx {
+    /// The test's shared informer on these objects, started if none runs.
+    pub fn informer(
+        &self,
+        resource: kubesim_runtime::ResourceRef,
+        namespace: &str,
+        label_selector: Option<String>,
+        field_selector: Option<String>,
+    ) -> Arc<informer_pool::Pooled> {
+        self.informers.get(
+            self.cluster.api(),
+            resource,
+            namespace,
+            label_selector,
+            field_selector,
+            self.clock.clone(),
+        )
+    }
+}
+
+/// Waits for the first list of each of `informers`; `method` and `what`
+/// (e.g. "pods") name the refusal.
+pub(crate) async fn wait_synced(
     ctx: &Ctx,
     method: &str,
     what: &str,
-    informer: &std::sync::Arc<kubesim_runtime::Informer>,
-) -> Result<tokio::task::JoinSet<()>, MeasurementError> {
-    let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(informer.clone().run());
-    if ctx
-        .clock
-        .timeout(INFORMER_SYNC_TIMEOUT, informer.wait_synced())
-        .await
-        .is_none()
-    {
-        return Err(MeasurementError::failed(format!(
+    informers: &[&informer_pool::Pooled],
+) -> Result<(), MeasurementError> {
+    let synced = futures::future::join_all(informers.iter().map(|p| p.informer().wait_synced()));
+    match ctx.clock.timeout(INFORMER_SYNC_TIMEOUT, synced).await {
+        Some(_) => Ok(()),
+        None => Err(MeasurementError::failed(format!(
             "{method}: {what} were not listed within {}",
             kubesim_gocompat::duration::format_std(INFORMER_SYNC_TIMEOUT)
-        )));
+        ))),
     }
-    Ok(tasks)
+}
+
+/// Registers `handler` on `informer` (for as long as the returned
+/// subscription is kept) and waits for the informer's first list.
+pub(crate) async fn subscribe_synced(
+    ctx: &Ctx,
+    method: &str,
+    what: &str,
+    informer: &Arc<informer_pool::Pooled>,
+    handler: impl Fn(&kubesim_runtime::Change) + Send + Sync + 'static,
+) -> Result<informer_pool::Subscription, MeasurementError> {
+    let subscription = informer.subscribe(handler);
+    wait_synced(ctx, method, what, &[informer]).await?;
+    Ok(subscription)
 }

@@ -34,7 +34,6 @@ use super::wait_pods::is_ready;
 use super::{Ctx, Measurement, MeasurementError};
 
 const METHOD: &str = "NetworkProgrammingLatency";
-const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Per pod UID: when it was seen Ready, and when it was seen as a ready
 /// endpoint (the first time each, after the measurement started).
@@ -160,16 +159,7 @@ impl NetworkProgrammingLatency {
             )));
         }
         let shared = Arc::new(Shared::default());
-        let pool = |resource| {
-            ctx.informers.get(
-                ctx.cluster.api(),
-                resource,
-                "",
-                None,
-                None,
-                ctx.clock.clone(),
-            )
-        };
+        let pool = |resource| ctx.informer(resource, "", None, None);
         let pods = pool(ResourceRef::core("pods"));
         let slices = pool(ResourceRef::new("discovery.k8s.io", "v1", "endpointslices"));
         let services = pool(ResourceRef::core("services"));
@@ -179,18 +169,13 @@ impl NetworkProgrammingLatency {
         subscriptions.push(slices.subscribe(move |c| on_slice(&s, &clock, c)));
         let (s, clock) = (shared.clone(), ctx.clock.clone());
         subscriptions.push(services.subscribe(move |c| on_service(&s, &clock, c)));
-        let (pods, slices, services) = (pods.informer(), slices.informer(), services.informer());
-        let synced = async {
-            pods.wait_synced().await;
-            slices.wait_synced().await;
-            services.wait_synced().await;
-        };
-        if ctx.clock.timeout(SYNC_TIMEOUT, synced).await.is_none() {
-            return Err(MeasurementError::failed(format!(
-                "{METHOD}: pods, Services and EndpointSlices were not listed within {}",
-                format_std(SYNC_TIMEOUT)
-            )));
-        }
+        super::wait_synced(
+            ctx,
+            METHOD,
+            "pods, Services and EndpointSlices",
+            &[&pods, &slices, &services],
+        )
+        .await?;
         shared.live.store(true, Ordering::Release);
         self.running = Some(Running {
             shared,

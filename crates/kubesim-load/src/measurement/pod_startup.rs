@@ -16,14 +16,14 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use kubesim_core::meta;
-use kubesim_runtime::{Change, Clock, Informer, ResourceRef};
+use kubesim_runtime::{Change, Clock, ResourceRef};
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::task::JoinSet;
 
 use crate::params::{self, Params};
 use crate::report::{PerfData, Summary};
 
+use super::informer_pool::Subscription;
 use super::latency::LatencyMetric;
 use super::{Ctx, Measurement, MeasurementError};
 
@@ -84,7 +84,7 @@ struct Running {
     records: Records,
     thresholds: Thresholds,
     /// The informer; dropping the set aborts it.
-    _tasks: JoinSet<()>,
+    _subscription: Subscription,
 }
 
 #[derive(Default)]
@@ -123,23 +123,22 @@ impl PodStartupLatency {
             p90: params::duration_or(p, "perc90Threshold", threshold)?,
             p99: params::duration_or(p, "perc99Threshold", threshold)?,
         };
-        let informer = Informer::filtered(
-            ctx.cluster.api(),
+        let informer = ctx.informer(
             ResourceRef::core("pods"),
             &namespace,
             label_selector,
             field_selector,
-            ctx.clock.clone(),
-        )
-        .checked();
+        );
         let records: Records = Arc::default();
         let (recs, clock) = (records.clone(), ctx.clock.clone());
-        informer.on_change(move |c| record(&recs, &clock, c));
-        let tasks = super::run_synced(ctx, METHOD, "pods", &informer).await?;
+        let subscription = super::subscribe_synced(ctx, METHOD, "pods", &informer, move |c| {
+            record(&recs, &clock, c)
+        })
+        .await?;
         self.running = Some(Running {
             records,
             thresholds,
-            _tasks: tasks,
+            _subscription: subscription,
         });
         Ok(())
     }

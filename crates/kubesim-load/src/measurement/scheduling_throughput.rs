@@ -29,6 +29,7 @@ use tokio::task::JoinSet;
 use crate::params::{self, Params};
 use crate::report::Summary;
 
+use super::informer_pool::Subscription;
 use super::latency::percentile;
 use super::wait_pods::{node, PodSelector};
 use super::{Ctx, Measurement, MeasurementError};
@@ -36,21 +37,37 @@ use super::{Ctx, Measurement, MeasurementError};
 const METHOD: &str = "SchedulingThroughput";
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
 
-/// What the sampler and `gather` share.
-#[derive(Default)]
+/// The scheduled count and the samples taken of it, shared by the
+/// informer handler, the sampler and `gather`.
 struct Samples {
-    taken: Vec<f64>,
-    /// The scheduled count at the last sample.
-    prev: i64,
-    /// Set by `gather`; a sampler that wakes after it takes nothing.
-    closed: bool,
+    /// Kept by the informer handler as pods change.
+    scheduled: AtomicI64,
+    /// What a sample's pods are divided by, in seconds.
+    secs: f64,
+    /// The count at the last sample, and the samples so far.
+    taken: Mutex<(i64, Vec<f64>)>,
+}
+
+impl Samples {
+    /// Ends the current interval: the pods bound in it, per second,
+    /// become a sample; an interval that bound none is dropped unless
+    /// `keep_empty`.
+    fn close(&self, keep_empty: bool) {
+        let now = self.scheduled.load(Ordering::Relaxed);
+        let mut taken = self.taken.lock();
+        let delta = now - taken.0;
+        taken.0 = now;
+        if keep_empty || delta > 0 {
+            taken.1.push(delta as f64 / self.secs);
+        }
+    }
 }
 
 struct Running {
-    samples: Arc<Mutex<Samples>>,
-    scheduled: Arc<AtomicI64>,
-    secs: f64,
-    /// The informer and the sampler; dropping the set stops them.
+    samples: Arc<Samples>,
+    /// The handler on the test's shared informer.
+    _subscription: Subscription,
+    /// The sampler; dropping the set stops it.
     _tasks: JoinSet<()>,
 }
 
@@ -110,24 +127,22 @@ impl SchedulingThroughput {
                 "{METHOD}: measurmentInterval must be positive"
             )));
         }
-        let informer = selector.informer(ctx);
-        let scheduled = Arc::new(AtomicI64::new(0));
-        let count = scheduled.clone();
-        informer.on_change(move |c| {
-            count.fetch_add(scheduled_delta(c), Ordering::Relaxed);
+        let samples = Arc::new(Samples {
+            scheduled: AtomicI64::new(0),
+            secs: interval_secs(interval),
+            taken: Mutex::default(),
         });
-        let mut tasks = super::run_synced(ctx, METHOD, "pods", &informer).await?;
-        let samples = Arc::new(Mutex::new(Samples::default()));
-        tasks.spawn(sample(
-            ctx.clock.clone(),
-            interval,
-            scheduled.clone(),
-            samples.clone(),
-        ));
+        let s = samples.clone();
+        let subscription =
+            super::subscribe_synced(ctx, METHOD, "pods", &selector.informer(ctx), move |c| {
+                s.scheduled.fetch_add(scheduled_delta(c), Ordering::Relaxed);
+            })
+            .await?;
+        let mut tasks = JoinSet::new();
+        tasks.spawn(sample(ctx.clock.clone(), interval, samples.clone()));
         self.running = Some(Running {
             samples,
-            scheduled,
-            secs: interval_secs(interval),
+            _subscription: subscription,
             _tasks: tasks,
         });
         Ok(())
@@ -140,16 +155,9 @@ impl SchedulingThroughput {
         let run = self.running.take().ok_or_else(|| {
             MeasurementError::failed(format!("{METHOD}: measurement is not running"))
         })?;
-        let taken = {
-            let mut s = run.samples.lock();
-            s.closed = true;
-            let delta = run.scheduled.load(Ordering::Relaxed) - s.prev;
-            if delta > 0 {
-                s.taken.push(delta as f64 / run.secs);
-            }
-            std::mem::take(&mut s.taken)
-        };
-        let t = Throughput::of(taken);
+        // The interval gather ends in counts if it bound pods (see above).
+        run.samples.close(false);
+        let t = Throughput::of(std::mem::take(&mut run.samples.taken.lock().1));
         let summary = Summary::json(METHOD, ctx.clock.now(), &t);
         if violations && threshold > 0.0 && t.max < threshold {
             return Err(MeasurementError::violation(
@@ -190,24 +198,11 @@ fn interval_secs(interval: Duration) -> f64 {
     }
 }
 
-/// Samples the scheduled count every `interval` until aborted or closed.
-async fn sample(
-    clock: Clock,
-    interval: Duration,
-    scheduled: Arc<AtomicI64>,
-    samples: Arc<Mutex<Samples>>,
-) {
-    let secs = interval_secs(interval);
+/// Samples the scheduled count every `interval` until aborted.
+async fn sample(clock: Clock, interval: Duration, samples: Arc<Samples>) {
     loop {
         clock.sleep(interval).await;
-        let mut s = samples.lock();
-        if s.closed {
-            return;
-        }
-        let now = scheduled.load(Ordering::Relaxed);
-        let delta = now - s.prev;
-        s.prev = now;
-        s.taken.push(delta as f64 / secs);
+        samples.close(true);
     }
 }
 
@@ -333,32 +328,32 @@ mod tests {
         for i in 0..12 {
             create_pod(&api, "default", &format!("p{i}"), json!({})).await;
         }
-        let start = params(json!({"action": "start", "namespace": "default",
-            "measurmentInterval": "1s"}));
-        let mut m = SchedulingThroughput::default();
-        m.execute(&ctx, "", &start).await.expect("start");
-        ctx.clock.sleep(Duration::from_millis(300)).await;
-        for i in 0..8 {
-            bind(&api, "default", &format!("p{i}"), "n1").await;
-        }
-        ctx.clock.sleep(Duration::from_millis(400)).await;
+        // A one-second measurement that binds `bound` after `before` ms
+        // and gathers with `g` `after` ms later.
+        let run = |bound: std::ops::Range<usize>, before: u64, after: u64, g: Value| {
+            let (ctx, api) = (&ctx, api.clone());
+            async move {
+                let start = params(json!({"action": "start", "namespace": "default",
+                    "measurmentInterval": "1s"}));
+                let mut m = SchedulingThroughput::default();
+                m.execute(ctx, "", &start).await.expect("start");
+                ctx.clock.sleep(Duration::from_millis(before)).await;
+                for i in bound {
+                    bind(&api, "default", &format!("p{i}"), "n1").await;
+                }
+                ctx.clock.sleep(Duration::from_millis(after)).await;
+                gathered(&mut m, ctx, g).await
+            }
+        };
         // 8 pods within one second meet a threshold of 8.
-        let v = gathered(&mut m, &ctx, json!({"action": "gather", "threshold": 8})).await;
+        let v = run(0..8, 300, 400, json!({"action": "gather", "threshold": 8})).await;
         assert_eq!(
             v,
             json!({"perc50": 8.0, "perc90": 8.0, "perc99": 8.0, "max": 8.0})
         );
-
-        // After a tick, only the pods bound since it count.
-        let mut m = SchedulingThroughput::default();
-        m.execute(&ctx, "", &start).await.expect("start");
-        ctx.clock.sleep(Duration::from_millis(1500)).await;
-        for i in 8..12 {
-            bind(&api, "default", &format!("p{i}"), "n1").await;
-        }
-        ctx.clock.sleep(Duration::from_millis(200)).await;
-        let v = gathered(&mut m, &ctx, json!({"action": "gather"})).await;
-        // The tick at 1 s saw the 8 pods bound before start: 8/s; then 4.
+        // After a tick, only the pods bound since it count: the tick at
+        // 1 s saw the 8 pods bound before start, 8/s; then 4.
+        let v = run(8..12, 1500, 200, json!({"action": "gather"})).await;
         assert_eq!(
             v,
             json!({"perc50": 4.0, "perc90": 8.0, "perc99": 8.0, "max": 8.0})

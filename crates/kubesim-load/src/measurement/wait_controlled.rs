@@ -18,9 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim_core::meta;
-use kubesim_runtime::{
-    Cache, Change, Clock, Informer, ListOptions, ObjectKey, ResourceRef, ShapeCheck,
-};
+use kubesim_runtime::{Cache, Change, Clock, ListOptions, ObjectKey, ResourceRef, ShapeCheck};
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::Value;
@@ -30,7 +28,7 @@ use tokio::time::Instant;
 use crate::params::{self, Params};
 use crate::report::Summary;
 
-use super::informer_pool::Subscription;
+use super::informer_pool::{Pooled, Subscription};
 use super::wait_pods::{is_running_ready, node, phase, PodSelector};
 use super::{Ctx, ErrorKind, Measurement, MeasurementError};
 use kubesim_gocompat::duration::format_std;
@@ -41,8 +39,6 @@ const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often objects are checked; fine enough for a barrier, cheap
 /// enough at thousands of pods.
 const CHECK_INTERVAL: Duration = Duration::from_secs(1);
-/// How long `start` waits for the first lists.
-const INFORMER_SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Status {
@@ -149,14 +145,7 @@ impl WaitForControlledPodsRunning {
             dirty: BTreeSet::new(),
         }));
         let pool = |resource: ResourceRef, label: Option<String>, field: Option<String>| {
-            ctx.informers.get(
-                ctx.cluster.api(),
-                resource,
-                &selector.namespace,
-                label,
-                field,
-                ctx.clock.clone(),
-            )
+            ctx.informer(resource, &selector.namespace, label, field)
         };
         let objects = pool(
             resource.clone(),
@@ -174,23 +163,18 @@ impl WaitForControlledPodsRunning {
             let sh = shared.clone();
             subscriptions.push(i.subscribe(move |c| mark_controllers(&sh, c)));
         }
-        let informers: Vec<Arc<Informer>> = [Some(&objects), Some(&pods), replica_sets.as_ref()]
+        let informers: Vec<&Pooled> = [Some(&objects), Some(&pods), replica_sets.as_ref()]
             .into_iter()
             .flatten()
-            .map(|p| p.informer().clone())
+            .map(|p| p.as_ref())
             .collect();
-        let synced = futures::future::join_all(informers.iter().map(|i| i.wait_synced()));
-        if ctx
-            .clock
-            .timeout(INFORMER_SYNC_TIMEOUT, synced)
-            .await
-            .is_none()
-        {
-            return Err(MeasurementError::failed(format!(
-                "{METHOD}: {kind} objects and their pods were not listed within {}",
-                format_std(INFORMER_SYNC_TIMEOUT)
-            )));
-        }
+        super::wait_synced(
+            ctx,
+            METHOD,
+            &format!("{kind} objects and their pods"),
+            &informers,
+        )
+        .await?;
         let run = Arc::new(Running {
             resource,
             selector,

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use kubesim_gocompat::duration::format_std;
 use kubesim_runtime::{Change, Informer};
 use parking_lot::Mutex;
-use tokio::task::JoinSet;
 
 use crate::params::{self, Params};
 use crate::report::Summary;
 
+use super::informer_pool::Subscription;
 use super::jobs::{self, finished_condition, key, CHECK_INTERVAL, DEFAULT_TIMEOUT};
 use super::wait_pods::PodSelector;
 use super::{Ctx, Measurement, MeasurementError};
@@ -29,7 +29,7 @@ struct Running {
     informer: Arc<Informer>,
     finished: Finished,
     /// The informer; dropping the set stops it.
-    _tasks: JoinSet<()>,
+    _subscription: Subscription,
 }
 
 #[derive(Default)]
@@ -65,7 +65,7 @@ impl WaitForFinishedJobs {
         let sel = PodSelector::parse(p)?;
         let finished: Finished = Arc::default();
         let f = finished.clone();
-        let (informer, tasks) = jobs::start_informer(ctx, METHOD, &sel, move |c| {
+        let (informer, subscription) = jobs::start_informer(ctx, METHOD, &sel, move |c| {
             let job = match c {
                 Change::Added(j) | Change::Modified { new: j, .. } | Change::Deleted(j) => j,
             };
@@ -77,7 +77,7 @@ impl WaitForFinishedJobs {
         self.running = Some(Running {
             informer,
             finished,
-            _tasks: tasks,
+            _subscription: subscription,
         });
         Ok(())
     }

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim_core::meta;
-use kubesim_runtime::{Informer, ResourceRef};
+use kubesim_runtime::ResourceRef;
 use serde_json::Value;
-use tokio::task::JoinSet;
 
 use crate::params::{self, Params};
 use crate::report::Summary;
 
+use super::informer_pool::Pooled;
 use super::{Ctx, Measurement, MeasurementError};
 use kubesim_gocompat::duration::format_std;
 
@@ -139,16 +139,14 @@ impl PodSelector {
         })
     }
 
-    pub fn informer(&self, ctx: &Ctx) -> Arc<Informer> {
-        Informer::filtered(
-            ctx.cluster.api(),
+    /// The test's shared informer on the selected pods.
+    pub fn informer(&self, ctx: &Ctx) -> Arc<Pooled> {
+        ctx.informer(
             ResourceRef::core("pods"),
             &self.namespace,
             self.label_selector.clone(),
             self.field_selector.clone(),
-            ctx.clock.clone(),
         )
-        .checked()
     }
 }
 
@@ -189,10 +187,9 @@ async fn wait(
     timeout: Duration,
     refresh: Duration,
 ) -> Result<(), String> {
-    let informer = sel.informer(ctx);
-    // Dropped on return, which stops the informer.
-    let mut tasks = JoinSet::new();
-    tasks.spawn(informer.clone().run());
+    // Held until return, which lets the informer go.
+    let pooled = sel.informer(ctx);
+    let informer = pooled.informer();
     let deadline = ctx.clock.instant() + timeout;
     let mut status = PodsStatus {
         expected: desired,
