@@ -162,6 +162,27 @@ impl Prepared {
 }
 
 #[cfg(test)]
+impl Prepared {
+    /// An update of nothing, for tests of where prepared updates are kept.
+    pub(super) fn nothing() -> Prepared {
+        Prepared {
+            ask: AnnouncedPatch {
+                kind: PatchType::Merge,
+                body: Value::Null,
+                subresource: None,
+                opts: WriteOptions::default(),
+                now: String::new(),
+            },
+            manager: String::new(),
+            new: Value::Null,
+            managed: None,
+            warnings: Vec::new(),
+            encoded: None,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use std::sync::Arc;
     use std::time::Duration;
