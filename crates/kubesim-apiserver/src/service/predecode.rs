@@ -26,7 +26,7 @@ use std::sync::Arc;
 use kubesim_core::{ApiError, ResourceInfo};
 use kubesim_runtime::{Ahead, Promise};
 use kubesim_store::{Event, EventType, Record};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::bounded::Bounded;
@@ -141,6 +141,14 @@ fn id(rec: &Arc<Record>) -> usize {
     Arc::as_ptr(rec) as usize
 }
 
+/// What `slots` hold for the revision `rec`, taken.
+fn take<T, const N: usize>(slots: &Mutex<Slots<T, N>>, rec: &Arc<Record>) -> Option<T> {
+    slots
+        .lock()
+        .remove_if(&id(rec), |s| Arc::ptr_eq(&s.record, rec))
+        .map(|s| s.held)
+}
+
 impl Predecode {
     fn new(ahead: Ahead, patient: bool) -> Predecode {
         Predecode {
@@ -172,7 +180,7 @@ impl Predecode {
     /// Queues `record` for decoding, unless it is already, with its
     /// managedFields entries parsed if `entries`.
     fn queue(&self, record: Arc<Record>, entries: bool) {
-        let mut st = self.decodes.lock();
+        let st = self.decodes.lock();
         if st.contains_key(&id(&record)) {
             return;
         }
@@ -188,26 +196,24 @@ impl Predecode {
                 })
             }
         });
-        let gone = st.insert(
-            id(&record),
-            Slot {
-                record,
-                held: decoded,
-            },
-        );
-        drop(st);
-        if !gone.is_empty() {
-            self.ahead.drop_later(gone);
-        }
+        self.put(st, record, decoded);
     }
 
     /// Keeps the update prepared for `record`.
     pub(super) fn keep(&self, record: Arc<Record>, prepared: Prepared) {
-        let held = Box::new(prepared);
-        let gone = self
-            .prepared
-            .lock()
-            .insert(id(&record), Slot { record, held });
+        self.put(self.prepared.lock(), record, Box::new(prepared));
+    }
+
+    /// Holds `held` for `record` in `slots`; what no longer fits is freed
+    /// on the helper thread.
+    fn put<T: Send + 'static, const N: usize>(
+        &self,
+        mut slots: MutexGuard<'_, Slots<T, N>>,
+        record: Arc<Record>,
+        held: T,
+    ) {
+        let gone = slots.insert(id(&record), Slot { record, held });
+        drop(slots);
         if !gone.is_empty() {
             self.ahead.drop_later(gone);
         }
@@ -220,11 +226,7 @@ impl Predecode {
         rec: &Arc<Record>,
         fits: impl FnOnce(&Prepared) -> bool,
     ) -> Option<Box<Prepared>> {
-        let slot = self
-            .prepared
-            .lock()
-            .remove_if(&id(rec), |s| Arc::ptr_eq(&s.record, rec))?;
-        match slot.held {
+        match take(&self.prepared, rec)? {
             p if fits(&p) => Some(p),
             held => {
                 self.ahead.drop_later(held);
@@ -237,11 +239,7 @@ impl Predecode {
     /// for it then), with the parsed entries if the caller wants them; None
     /// if the caller is to decode it itself.
     fn take(&self, rec: &Arc<Record>, entries: bool) -> Option<Decoded> {
-        let decoding = self
-            .decodes
-            .lock()
-            .remove_if(&id(rec), |s| Arc::ptr_eq(&s.record, rec))?
-            .held;
+        let decoding = take(&self.decodes, rec)?;
         let decoded = if self.patient {
             decoding.get()
         } else {

@@ -100,6 +100,13 @@ pub struct Subscription {
     id: HandlerId,
 }
 
+impl Subscription {
+    /// The informer the handler is registered on.
+    pub fn informer(&self) -> &Arc<Informer> {
+        self.pooled.informer()
+    }
+}
+
 impl Drop for Subscription {
     fn drop(&mut self) {
         self.pooled.informer.remove_handler(self.id);

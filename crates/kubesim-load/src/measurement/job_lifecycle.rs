@@ -111,8 +111,7 @@ impl JobLifecycleLatency {
         let sel = PodSelector::parse(p)?;
         let records: Records = Arc::default();
         let r = records.clone();
-        let (_informer, subscription) =
-            jobs::start_informer(ctx, METHOD, &sel, move |c| record(&r, c)).await?;
+        let subscription = jobs::start_informer(ctx, METHOD, &sel, move |c| record(&r, c)).await?;
         self.running = Some(Running {
             records,
             _subscription: subscription,

@@ -2,10 +2,9 @@
 //! informer on them started and synced on the clock, and when a Job counts
 //! as finished.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use kubesim_runtime::{Informer, ResourceRef};
+use kubesim_runtime::ResourceRef;
 use serde_json::Value;
 
 use super::informer_pool::Subscription;
@@ -30,15 +29,14 @@ pub async fn start_informer(
     method: &str,
     sel: &PodSelector,
     handler: impl Fn(&kubesim_runtime::Change) + Send + Sync + 'static,
-) -> Result<(Arc<Informer>, Subscription), MeasurementError> {
+) -> Result<Subscription, MeasurementError> {
     let pooled = ctx.informer(
         jobs(),
         &sel.namespace,
         sel.label_selector.clone(),
         sel.field_selector.clone(),
     );
-    let subscription = super::subscribe_synced(ctx, method, "jobs", &pooled, handler).await?;
-    Ok((pooled.informer().clone(), subscription))
+    super::subscribe_synced(ctx, method, "jobs", &pooled, handler).await
 }
 
 /// `Complete` or `Failed` when the Job has that condition with status

@@ -83,7 +83,7 @@ struct Thresholds {
 struct Running {
     records: Records,
     thresholds: Thresholds,
-    /// The informer; dropping the set aborts it.
+    /// Its handler on the shared informer; dropping it lets go.
     _subscription: Subscription,
 }
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use kubesim_core::meta;
 use kubesim_runtime::{Change, Clock};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::task::JoinSet;
@@ -51,8 +51,9 @@ struct Samples {
 impl Samples {
     /// Ends the current interval: the pods bound in it, per second,
     /// become a sample; an interval that bound none is dropped unless
-    /// `keep_empty`.
-    fn close(&self, keep_empty: bool) {
+    /// `keep_empty`. Returns the samples still locked, for a caller that
+    /// takes them before another interval can close.
+    fn close(&self, keep_empty: bool) -> MutexGuard<'_, (i64, Vec<f64>)> {
         let now = self.scheduled.load(Ordering::Relaxed);
         let mut taken = self.taken.lock();
         let delta = now - taken.0;
@@ -60,6 +61,7 @@ impl Samples {
         if keep_empty || delta > 0 {
             taken.1.push(delta as f64 / self.secs);
         }
+        taken
     }
 }
 
@@ -151,13 +153,13 @@ impl SchedulingThroughput {
     fn gather(&mut self, ctx: &Ctx, p: &Params) -> Result<Vec<Summary>, MeasurementError> {
         let threshold = params::float_or(p, "threshold", 0.0)?;
         let violations = params::bool_or(p, "enableViolations", true)?;
-        // Taking the state stops the sampler.
         let run = self.running.take().ok_or_else(|| {
             MeasurementError::failed(format!("{METHOD}: measurement is not running"))
         })?;
-        // The interval gather ends in counts if it bound pods (see above).
-        run.samples.close(false);
-        let t = Throughput::of(std::mem::take(&mut run.samples.taken.lock().1));
+        // The interval gather ends in counts if it bound pods, and the
+        // samples are taken under the same lock: a tick of the sampler
+        // before it is stopped adds nothing read here.
+        let t = Throughput::of(std::mem::take(&mut run.samples.close(false).1));
         let summary = Summary::json(METHOD, ctx.clock.now(), &t);
         if violations && threshold > 0.0 && t.max < threshold {
             return Err(MeasurementError::violation(
@@ -202,7 +204,7 @@ fn interval_secs(interval: Duration) -> f64 {
 async fn sample(clock: Clock, interval: Duration, samples: Arc<Samples>) {
     loop {
         clock.sleep(interval).await;
-        samples.close(true);
+        drop(samples.close(true));
     }
 }
 

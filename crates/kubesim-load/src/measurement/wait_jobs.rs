@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use kubesim_gocompat::duration::format_std;
-use kubesim_runtime::{Change, Informer};
+use kubesim_runtime::Change;
 use parking_lot::Mutex;
 
 use crate::params::{self, Params};
@@ -26,10 +26,9 @@ const METHOD: &str = "WaitForFinishedJobs";
 type Finished = Arc<Mutex<BTreeMap<String, String>>>;
 
 struct Running {
-    informer: Arc<Informer>,
     finished: Finished,
-    /// The informer; dropping the set stops it.
-    _subscription: Subscription,
+    /// Its handler on the shared informer; dropping it lets go.
+    jobs: Subscription,
 }
 
 #[derive(Default)]
@@ -65,7 +64,7 @@ impl WaitForFinishedJobs {
         let sel = PodSelector::parse(p)?;
         let finished: Finished = Arc::default();
         let f = finished.clone();
-        let (informer, subscription) = jobs::start_informer(ctx, METHOD, &sel, move |c| {
+        let jobs = jobs::start_informer(ctx, METHOD, &sel, move |c| {
             let job = match c {
                 Change::Added(j) | Change::Modified { new: j, .. } | Change::Deleted(j) => j,
             };
@@ -74,11 +73,7 @@ impl WaitForFinishedJobs {
             }
         })
         .await?;
-        self.running = Some(Running {
-            informer,
-            finished,
-            _subscription: subscription,
-        });
+        self.running = Some(Running { finished, jobs });
         Ok(())
     }
 
@@ -91,8 +86,14 @@ impl WaitForFinishedJobs {
             MeasurementError::failed(format!("{METHOD}: wait for finished jobs was not started"))
         })?;
         // The Jobs to wait for are those that exist when gather begins.
-        let expected: BTreeSet<String> =
-            run.informer.cache().list().iter().map(|j| key(j)).collect();
+        let expected: BTreeSet<String> = run
+            .jobs
+            .informer()
+            .cache()
+            .list()
+            .iter()
+            .map(|j| key(j))
+            .collect();
         let pending = |finished: &Finished| -> Vec<String> {
             let f = finished.lock();
             expected
