@@ -123,12 +123,7 @@ pub fn submit_key(pod: &PodInfo) -> (u64, String, String) {
         .get(SUBMIT_ORDER)
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(u64::MAX);
-    let created = pod
-        .pod
-        .pointer("/metadata/creationTimestamp")
-        .and_then(|v| v.as_str())
-        .unwrap_or("")
-        .to_string();
+    let created = pod.pod.creation_timestamp.to_string();
     (order, created, pod.name().to_string())
 }
 

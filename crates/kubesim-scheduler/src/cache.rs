@@ -492,14 +492,8 @@ mod tests {
         // Moved last, as a removal and an addition would have done.
         let names: Vec<&str> = n.pods.iter().map(|p| p.name()).collect();
         assert_eq!(names, ["b", "a"]);
-        assert_eq!(
-            n.pods[1].pod.pointer("/status/phase"),
-            Some(&json!("Running"))
-        );
-        assert_eq!(
-            n.pods[1].pod.pointer("/metadata/resourceVersion"),
-            Some(&json!("7"))
-        );
+        assert_eq!(&*n.pods[1].pod.start_time, "2026-01-01T00:00:00Z");
+        assert_eq!(&*n.pods[1].pod.resource_version, "7");
         // A changed request is counted anew.
         let mut bigger = (*pod("a", "n1")).clone();
         bigger["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("3");

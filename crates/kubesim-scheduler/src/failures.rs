@@ -109,7 +109,7 @@ pub fn conclude(
 fn post_filter_message(profile: &Profile, pod: &PodInfo, fit: &FitError) -> String {
     if profile.post_filter.is_empty() || fit.nodes == 0 {
         String::new()
-    } else if pod.pod.pointer("/spec/preemptionPolicy") == Some(&Value::from("Never")) {
+    } else if pod.pod.spec("preemptionPolicy") == Some(&Value::from("Never")) {
         "preemption: not eligible due to preemptionPolicy=Never.".into()
     } else {
         fit.no_preemption_message()
@@ -143,7 +143,7 @@ fn pod_shape(pod: &PodInfo) -> Option<Arc<str>> {
     if pod.affinity.any || pod.volumes.is_some() {
         return None;
     }
-    let Some(Value::Object(spec)) = pod.pod.get("spec") else {
+    let Value::Object(spec) = &*pod.pod.spec else {
         return None;
     };
     let mut kept = Map::new();

@@ -15,6 +15,8 @@ use std::sync::Arc;
 use kubesim_runtime::ObjectKey;
 use serde_json::Value;
 
+use crate::view::PodView;
+
 /// Highest score a plugin gives a node (upstream `MaxNodeScore`).
 pub const MAX_NODE_SCORE: i64 = 100;
 
@@ -44,7 +46,8 @@ pub type HostPort = (String, String, i32);
 /// A pod as the scheduler sees it: the object plus what is computed once.
 #[derive(Debug)]
 pub struct PodInfo {
-    pub pod: Arc<Value>,
+    /// What else is kept of the pod: its cut spec and a few fields.
+    pub pod: Arc<PodView>,
     pub key: ObjectKey,
     pub uid: String,
     pub labels: BTreeMap<String, String>,

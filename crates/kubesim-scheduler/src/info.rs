@@ -5,15 +5,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kubesim_core::meta;
 use kubesim_core::quantity::Quantity;
-use kubesim_core::{meta, same};
 use kubesim_runtime::ObjectKey;
 use serde_json::Value;
 
 use crate::framework::{
     AffinityFlags, Disk, HostPort, NodeInfo, PodInfo, PodVolumes, Resources, Taint,
 };
-use crate::view::scheduling_view;
+use crate::view::{cut_spec, PodView};
 
 /// CPU counted for a container without a cpu request when scoring (upstream
 /// `DefaultMilliCPURequest`).
@@ -212,6 +212,13 @@ pub fn pod_host_ports(pod: &Value) -> Vec<HostPort> {
     out
 }
 
+/// `spec.nodeName`, empty when unset.
+fn node_of(pod: &Value) -> &str {
+    meta::pointer(pod, "/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
 /// The uid of the ownerReference with `controller: true`.
 pub fn controller_uid(pod: &Value) -> Option<&str> {
     pod.get("metadata")?
@@ -225,10 +232,8 @@ pub fn controller_uid(pod: &Value) -> Option<&str> {
 
 impl PodInfo {
     /// Everything the scheduler computes once per pod version; of the pod
-    /// itself only its [`scheduling_view`] is kept.
+    /// itself only its [`PodView`] is kept.
     pub fn from_pod(pod: Arc<Value>) -> PodInfo {
-        let volumes = PodVolumes::of(&pod).map(Arc::new);
-        let pod = Arc::new(scheduling_view(&pod));
         let (requests, non_zero_requests) = pod_requests(&pod);
         PodInfo {
             key: ObjectKey::of(&pod),
@@ -241,16 +246,13 @@ impl PodInfo {
             requests,
             non_zero_requests,
             host_ports: pod_host_ports(&pod),
-            node_name: meta::pointer(&pod, "/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            node_name: node_of(&pod).to_string(),
             affinity: AffinityFlags::of(&pod),
-            volumes,
+            volumes: PodVolumes::of(&pod).map(Arc::new),
             controller: controller_uid(&pod).map(str::to_string),
             deleting: meta::is_deleting(&pod),
             shape: Default::default(),
-            pod,
+            pod: Arc::new(PodView::of(&pod)),
         }
     }
 
@@ -279,26 +281,17 @@ impl PodInfo {
     /// volumes: a kubelet's status write), they are taken from `self`
     /// rather than computed again; only the view is new. `None` otherwise.
     pub fn status_update(&self, pod: &Value) -> Option<PodInfo> {
-        let md = pod.get("metadata")?;
-        let old_md = self.pod.get("metadata")?;
-        let same_meta = ["uid", "labels", "ownerReferences", "deletionTimestamp"]
-            .iter()
-            .all(|k| md.get(k) == old_md.get(k));
+        let same_meta = meta::uid(pod) == self.uid
+            && meta::is_deleting(pod) == self.deleting
+            && controller_uid(pod) == self.controller.as_deref()
+            && meta::labels(pod) == self.labels;
         if !same_meta {
             return None;
         }
-        // The specs must be equal but for `nodeName`: an assumed pod keeps
-        // the spec it was scheduled with, before the binding set its node,
-        // and no derived field reads `nodeName` from the spec (the node is
-        // checked apart).
-        let view = scheduling_view(pod);
-        let same_spec = match (view.get("spec"), self.pod.get("spec")) {
-            (Some(Value::Object(a)), Some(Value::Object(b))) => {
-                same::maps_but(a, b, Some("nodeName"))
-            }
-            (a, b) => a == b,
-        };
-        if !same_spec {
+        // The cut specs must be equal; the view leaves `nodeName` out (an
+        // assumed pod keeps the spec it was scheduled with, before the
+        // binding set its node, and the node is checked apart).
+        if cut_spec(pod) != *self.pod.spec {
             return None;
         }
         // The view leaves volumes out: compare them on their own.
@@ -307,7 +300,7 @@ impl PodInfo {
             return None;
         }
         Some(PodInfo {
-            pod: Arc::new(view),
+            pod: Arc::new(PodView::with_spec(pod, self.pod.spec.clone())),
             key: self.key.clone(),
             uid: self.uid.clone(),
             labels: self.labels.clone(),
@@ -315,10 +308,7 @@ impl PodInfo {
             requests: self.requests.clone(),
             non_zero_requests: self.non_zero_requests.clone(),
             host_ports: self.host_ports.clone(),
-            node_name: meta::pointer(pod, "/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            node_name: node_of(pod).to_string(),
             affinity: self.affinity,
             volumes,
             controller: self.controller.clone(),
@@ -338,7 +328,7 @@ impl PodInfo {
     /// `spec.schedulerName`, defaulted.
     pub fn scheduler_name(&self) -> &str {
         self.pod
-            .pointer("/spec/schedulerName")
+            .spec("schedulerName")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .unwrap_or("default-scheduler")
@@ -346,10 +336,7 @@ impl PodInfo {
 
     /// `status.nominatedNodeName`, empty when there is none.
     pub fn nominated_node(&self) -> &str {
-        self.pod
-            .pointer("/status/nominatedNodeName")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        &self.pod.nominated_node
     }
 }
 

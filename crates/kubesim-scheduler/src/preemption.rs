@@ -150,20 +150,10 @@ impl PostFilter for DefaultPreemption {
 /// and not while a pod it already evicted is still terminating on its
 /// nominated node (unless that node has since become hopeless).
 fn eligible(pod: &PodInfo, snap: &Snapshot, statuses: &BTreeMap<String, Status>) -> bool {
-    let spec = pod.pod.get("spec");
-    if spec
-        .and_then(|s| s.get("preemptionPolicy"))
-        .and_then(Value::as_str)
-        == Some("Never")
-    {
+    if pod.pod.spec("preemptionPolicy").and_then(Value::as_str) == Some("Never") {
         return false;
     }
-    let nominated = pod
-        .pod
-        .get("status")
-        .and_then(|s| s.get("nominatedNodeName"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let nominated = pod.nominated_node();
     if nominated.is_empty() {
         return true;
     }
@@ -179,37 +169,13 @@ fn eligible(pod: &PodInfo, snap: &Snapshot, statuses: &BTreeMap<String, Status>)
     !node
         .pods
         .iter()
-        .any(|p| p.priority < pod.priority && terminating_by_preemption(&p.pod))
-}
-
-fn terminating_by_preemption(pod: &Value) -> bool {
-    let deleting = pod
-        .get("metadata")
-        .and_then(|m| m.get("deletionTimestamp"))
-        .is_some_and(|v| !v.is_null());
-    deleting
-        && pod
-            .get("status")
-            .and_then(|s| s.get("conditions"))
-            .and_then(Value::as_array)
-            .is_some_and(|cs| {
-                cs.iter().any(|c| {
-                    c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")
-                        && c.get("reason").and_then(Value::as_str) == Some("PreemptionByScheduler")
-                        && c.get("status").and_then(Value::as_str) == Some("True")
-                })
-            })
+        .any(|p| p.priority < pod.priority && p.deleting && p.pod.preempted)
 }
 
 /// `status.startTime` in nanoseconds; `None` (not started yet) sorts as the
 /// latest possible time, as upstream substitutes the current time.
 fn start_time(pod: &PodInfo) -> Option<i128> {
-    pod.pod
-        .get("status")
-        .and_then(|s| s.get("startTime"))
-        .and_then(Value::as_str)
-        .and_then(meta::parse_time)
-        .map(|t| t.as_nanosecond())
+    meta::parse_time(&pod.pod.start_time).map(|t| t.as_nanosecond())
 }
 
 /// Orders start times with "not started" after every real time.

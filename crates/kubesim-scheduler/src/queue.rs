@@ -113,8 +113,8 @@ impl Default for Queue {
     }
 }
 
-fn gated(pod: &Value) -> bool {
-    pod.pointer("/spec/schedulingGates")
+fn gated(spec: &Value) -> bool {
+    spec.get("schedulingGates")
         .and_then(Value::as_array)
         .is_some_and(|g| !g.is_empty())
 }
@@ -376,7 +376,7 @@ impl Queue {
         let key = info.key.clone();
         let nominated = info.nominated_node().to_string();
         self.set_nominated(&info, &nominated);
-        let is_gated = gated(&info.pod);
+        let is_gated = gated(&info.pod.spec);
         match self.pods.get_mut(&key) {
             None => {
                 self.index_group(&info, true);
@@ -397,8 +397,7 @@ impl Queue {
                 }
             }
             Some(e) => {
-                let changed =
-                    e.info.pod.get("spec") != info.pod.get("spec") || e.info.labels != info.labels;
+                let changed = e.info.pod.spec != info.pod.spec || e.info.labels != info.labels;
                 let place = e.place;
                 if self.groups.is_some() && e.info.labels != info.labels {
                     let old = e.info.clone();

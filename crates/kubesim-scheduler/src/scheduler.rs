@@ -95,21 +95,21 @@ fn pods_ref() -> ResourceRef {
 
 /// What of the pod an event's involved object reads (list items carry no
 /// kind), without copying the whole pod for every scheduling attempt.
-fn as_pod_object(pod: &Value) -> Value {
+fn as_pod_object(pod: &PodInfo) -> Value {
     let mut m = serde_json::Map::new();
-    for f in ["name", "namespace", "uid", "resourceVersion"] {
-        if let Some(v) = pod.get("metadata").and_then(|m| m.get(f)) {
-            m.insert(f.into(), v.clone());
+    for (f, v) in [
+        ("name", pod.name()),
+        ("namespace", pod.namespace()),
+        ("uid", pod.uid.as_str()),
+        ("resourceVersion", &pod.pod.resource_version),
+    ] {
+        if !v.is_empty() || f == "name" {
+            m.insert(f.into(), Value::from(v));
         }
     }
-    let kind = pod.get("kind").cloned().unwrap_or_else(|| json!("Pod"));
-    let api_version = match pod.get("kind") {
-        Some(_) => pod.get("apiVersion").cloned().unwrap_or(Value::Null),
-        None => json!("v1"),
-    };
     meta::object([
-        ("kind", kind),
-        ("apiVersion", api_version),
+        ("kind", Value::from("Pod")),
+        ("apiVersion", Value::from("v1")),
         ("metadata", Value::Object(m)),
     ])
 }
@@ -431,7 +431,7 @@ impl Shared {
                 self.queue
                     .with(|q, now| q.requeue_backoff(pod.clone(), qp.attempts, now));
                 self.recorder.record(
-                    &as_pod_object(&pod.pod),
+                    &as_pod_object(&pod),
                     EventType::Warning,
                     "FailedScheduling",
                     e,
@@ -520,7 +520,7 @@ impl Shared {
         match res {
             Ok(_) => {
                 self.recorder.record(
-                    &as_pod_object(&pod.pod),
+                    &as_pod_object(&pod),
                     EventType::Normal,
                     "Scheduled",
                     format!(
@@ -540,7 +540,7 @@ impl Shared {
                 }
                 tracing::warn!(pod = %pod.key, error = %e.message, "binding failed");
                 self.recorder.record(
-                    &as_pod_object(&pod.pod),
+                    &as_pod_object(&pod),
                     EventType::Warning,
                     "FailedScheduling",
                     format!("Binding rejected: {}", e.message),
@@ -554,7 +554,7 @@ impl Shared {
 
     async fn failed(&self, pod: Arc<PodInfo>, message: String, nomination: Option<Nomination>) {
         self.recorder.record(
-            &as_pod_object(&pod.pod),
+            &as_pod_object(&pod),
             EventType::Warning,
             "FailedScheduling",
             message.clone(),
@@ -562,7 +562,7 @@ impl Shared {
         if let Some(n) = &nomination {
             for v in &n.victims {
                 self.recorder.record(
-                    &as_pod_object(&v.pod),
+                    &as_pod_object(v),
                     EventType::Normal,
                     "Preempted",
                     format!("Preempted by pod {} on node {}", pod.uid, n.node),
@@ -588,18 +588,8 @@ impl Shared {
         }
         // Write the condition only when it changes, as upstream does, so an
         // unschedulable pod retried every few seconds is not rewritten.
-        let cond = pod
-            .pod
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| {
-                cs.iter()
-                    .find(|c| c.get("type").and_then(Value::as_str) == Some("PodScheduled"))
-            });
-        let same = cond.is_some_and(|c| {
-            c.get("status").and_then(Value::as_str) == Some("False")
-                && c.get("reason").and_then(Value::as_str) == Some("Unschedulable")
-                && c.get("message").and_then(Value::as_str) == Some(message.as_str())
+        let same = pod.pod.scheduled.as_deref().is_some_and(|c| {
+            &*c.status == "False" && &*c.reason == "Unschedulable" && *c.message == *message
         });
         let nominate = nomination
             .as_ref()

@@ -1,67 +1,124 @@
 //! The part of a pod the scheduler keeps. Every pending pod waits in the
 //! queue and every bound pod sits in the cache for as long as it lives, so
-//! keeping whole parsed pods (several times their JSON size) made the
-//! scheduler the largest consumer of memory in the process. Plugins read
-//! only placement-related fields; everything else (environment, commands,
-//! probes, volume definitions, most of the status) is dropped on the way
-//! in.
+//! what is kept per pod decides much of the process's memory. Plugins
+//! read only placement-related fields; everything else (environment,
+//! commands, probes, volume definitions, most of the status) is dropped on
+//! the way in.
+//!
+//! The spec is kept as JSON, cut to what plugins read and shared between
+//! pods whose cut specs are equal ([`shared_spec`]): the pods of one job,
+//! one Deployment or one shape of a workload differ in their names and
+//! their nodes, not in what placement reads. The few metadata and status
+//! fields read are kept typed. A `serde_json` tree of the whole view cost
+//! about 7 KB a pod, so 20,000 running pods held some 140 MB.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Weak};
+
+use kubesim_core::meta;
+use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
-/// Metadata the scheduler reads: identity, labels, owners (default spread
-/// constraints), deletion state, and what events name.
-const METADATA: &[&str] = &[
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "labels",
-    "ownerReferences",
-    "creationTimestamp",
-    "deletionTimestamp",
-];
-
 /// Spec fields dropped: the scheduler reads none of them. Containers are
-/// kept, trimmed by [`CONTAINER`].
-const SPEC_DROPPED: &[&str] = &["volumes", "ephemeralContainers", "readinessGates"];
+/// kept, trimmed by [`CONTAINER`]. `nodeName` is held apart
+/// ([`crate::framework::PodInfo::node_name`]), so that pods alike share
+/// one spec whatever node they run on.
+const SPEC_DROPPED: &[&str] = &[
+    "volumes",
+    "ephemeralContainers",
+    "readinessGates",
+    "nodeName",
+];
 
 /// Container fields the scheduler reads: requests, host ports, images, and
 /// whether an init container is a restartable sidecar.
 const CONTAINER: &[&str] = &["name", "image", "resources", "ports", "restartPolicy"];
 
-/// Status fields the scheduler reads.
-const STATUS: &[&str] = &["phase", "nominatedNodeName", "startTime", "conditions"];
+/// What the scheduler keeps of a pod beside the fields
+/// [`crate::framework::PodInfo`] computes once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodView {
+    /// `spec` cut to what scheduling reads (an object, perhaps empty),
+    /// shared between pods whose cut specs are equal.
+    pub spec: Arc<Value>,
+    /// `metadata.resourceVersion`, for the object references of Events
+    /// and status writes.
+    pub resource_version: Box<str>,
+    /// `metadata.creationTimestamp` as written (batch policies order ties
+    /// by it).
+    pub creation_timestamp: Box<str>,
+    /// `status.nominatedNodeName`, empty when there is none.
+    pub nominated_node: Box<str>,
+    /// `status.startTime` as written, empty before the pod starts.
+    pub start_time: Box<str>,
+    /// The `PodScheduled` condition, when the pod has one.
+    pub scheduled: Option<Box<Condition>>,
+    /// A `DisruptionTarget` condition set by the scheduler's preemption
+    /// (`status: True`, `reason: PreemptionByScheduler`).
+    pub preempted: bool,
+}
 
-/// Conditions the scheduler reads: its own, and the preemption marker.
-const CONDITIONS: &[&str] = &["PodScheduled", "DisruptionTarget"];
+/// The fields of a pod condition the scheduler compares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    pub status: Box<str>,
+    pub reason: Box<str>,
+    pub message: Box<str>,
+}
 
-/// `pod` cut down to what scheduling reads, copying only what is kept.
-pub fn scheduling_view(pod: &Value) -> Value {
-    let Value::Object(top) = pod else {
-        return pod.clone();
-    };
-    let mut out = Map::new();
-    for (k, v) in top {
-        let kept = match (k.as_str(), v) {
-            ("apiVersion" | "kind", _) => v.clone(),
-            ("metadata", Value::Object(md)) => Value::Object(only(md, |k| METADATA.contains(&k))),
-            ("spec", Value::Object(spec)) => Value::Object(spec_view(spec)),
-            ("status", Value::Object(status)) => Value::Object(status_view(status)),
-            _ => continue,
-        };
-        out.insert(k.clone(), kept);
+impl PodView {
+    /// The view of `pod`.
+    pub fn of(pod: &Value) -> PodView {
+        Self::with_spec(pod, shared_spec(cut_spec(pod)))
     }
-    Value::Object(out)
+
+    /// The view of `pod`, whose cut spec is `spec` (already shared).
+    pub fn with_spec(pod: &Value, spec: Arc<Value>) -> PodView {
+        let text =
+            |v: Option<&Value>| -> Box<str> { v.and_then(Value::as_str).unwrap_or("").into() };
+        let status = pod.get("status");
+        let conditions = status
+            .and_then(|s| s.get("conditions"))
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let of_type = |t: &str| {
+            conditions
+                .iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some(t))
+        };
+        let is = |c: &Value, k: &str, want: &str| c.get(k).and_then(Value::as_str) == Some(want);
+        PodView {
+            spec,
+            resource_version: meta::resource_version(pod).into(),
+            creation_timestamp: text(meta::pointer(pod, "/metadata/creationTimestamp")),
+            nominated_node: text(status.and_then(|s| s.get("nominatedNodeName"))),
+            start_time: text(status.and_then(|s| s.get("startTime"))),
+            scheduled: of_type("PodScheduled").map(|c| {
+                Box::new(Condition {
+                    status: text(c.get("status")),
+                    reason: text(c.get("reason")),
+                    message: text(c.get("message")),
+                })
+            }),
+            preempted: of_type("DisruptionTarget").is_some_and(|c| {
+                is(c, "status", "True") && is(c, "reason", "PreemptionByScheduler")
+            }),
+        }
+    }
+
+    /// A field of the cut spec.
+    pub fn spec(&self, field: &str) -> Option<&Value> {
+        self.spec.get(field)
+    }
 }
 
-fn only(m: &Map<String, Value>, keep: impl Fn(&str) -> bool) -> Map<String, Value> {
-    m.iter()
-        .filter(|(k, _)| keep(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
-fn spec_view(spec: &Map<String, Value>) -> Map<String, Value> {
+/// `pod`'s spec cut to what scheduling reads, not yet shared.
+pub fn cut_spec(pod: &Value) -> Value {
+    let Some(Value::Object(spec)) = pod.get("spec") else {
+        return Value::Object(Map::new());
+    };
     let mut out = Map::new();
     for (k, v) in spec {
         match (k.as_str(), v) {
@@ -70,7 +127,12 @@ fn spec_view(spec: &Map<String, Value>) -> Map<String, Value> {
                 let trimmed = cs
                     .iter()
                     .map(|c| match c {
-                        Value::Object(c) => Value::Object(only(c, |k| CONTAINER.contains(&k))),
+                        Value::Object(c) => Value::Object(
+                            c.iter()
+                                .filter(|(k, _)| CONTAINER.contains(&k.as_str()))
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect(),
+                        ),
                         other => other.clone(),
                     })
                     .collect();
@@ -81,24 +143,79 @@ fn spec_view(spec: &Map<String, Value>) -> Map<String, Value> {
             }
         }
     }
-    out
+    Value::Object(out)
 }
 
-fn status_view(status: &Map<String, Value>) -> Map<String, Value> {
-    let mut out = only(status, |k| STATUS.contains(&k) && k != "conditions");
-    if let Some(Value::Array(conds)) = status.get("conditions") {
-        let kept: Vec<Value> = conds
-            .iter()
-            .filter(|c| {
-                c.get("type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| CONDITIONS.contains(&t))
-            })
-            .cloned()
-            .collect();
-        out.insert("conditions".into(), Value::Array(kept));
+/// Cut specs in use, by a hash of their content. Entries are weak, so a
+/// spec no pod holds any more is freed; dead entries are swept whenever
+/// the table has doubled since the last sweep.
+struct Specs {
+    by_hash: HashMap<u64, Vec<Weak<Value>>>,
+    entries: usize,
+    sweep_at: usize,
+}
+
+/// Shared by every scheduler in the process: the values are immutable and
+/// found by content, so sharing them across schedulers changes nothing.
+static SPECS: Mutex<Option<Specs>> = Mutex::new(None);
+
+/// The shared copy of `spec`: one in use already when an equal spec is,
+/// else `spec` itself, remembered for the pods alike that follow. Sharing
+/// changes no result, only how many copies are held.
+pub fn shared_spec(spec: Value) -> Arc<Value> {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    hash_value(&spec, &mut hasher);
+    let hash = hasher.finish();
+    let mut guard = SPECS.lock();
+    let specs = guard.get_or_insert_with(|| Specs {
+        by_hash: HashMap::new(),
+        entries: 0,
+        sweep_at: 1024,
+    });
+    let bucket = specs.by_hash.entry(hash).or_default();
+    if let Some(found) = bucket
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|s| **s == spec)
+    {
+        return found;
     }
-    out
+    let shared = Arc::new(spec);
+    bucket.push(Arc::downgrade(&shared));
+    specs.entries += 1;
+    if specs.entries >= specs.sweep_at {
+        specs.by_hash.retain(|_, b| {
+            b.retain(|w| w.strong_count() > 0);
+            !b.is_empty()
+        });
+        specs.entries = specs.by_hash.values().map(Vec::len).sum();
+        specs.sweep_at = (2 * specs.entries).max(1024);
+    }
+    shared
+}
+
+/// Hashes a JSON value in its written order: two equal objects with their
+/// keys in different orders hash apart, and are merely not shared.
+fn hash_value(v: &Value, h: &mut impl Hasher) {
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => (1u8, b).hash(h),
+        Value::Number(n) => (2u8, n.to_string()).hash(h),
+        Value::String(s) => (3u8, s).hash(h),
+        Value::Array(a) => {
+            (4u8, a.len()).hash(h);
+            for x in a {
+                hash_value(x, h);
+            }
+        }
+        Value::Object(m) => {
+            (5u8, m.len()).hash(h);
+            for (k, x) in m {
+                k.hash(h);
+                hash_value(x, h);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -111,34 +228,80 @@ mod tests {
         let pod = json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"a": "b"},
+                "resourceVersion": "7", "creationTimestamp": "2024-01-01T00:00:00Z",
                 "annotations": {"big": "x"}, "managedFields": [{}],
                 "ownerReferences": [{"uid": "o", "controller": true}]},
-            "spec": {"schedulerName": "s", "nodeSelector": {"z": "1"},
+            "spec": {"schedulerName": "s", "nodeSelector": {"z": "1"}, "nodeName": "n1",
                 "tolerations": [{"key": "k"}], "volumes": [{"name": "v"}],
                 "containers": [{"name": "c", "image": "i", "env": [{"name": "E"}],
                     "resources": {"requests": {"cpu": "1"}}, "ports": [{"hostPort": 80}],
                     "livenessProbe": {}}],
                 "initContainers": [{"name": "s", "image": "j", "restartPolicy": "Always",
                     "command": ["x"]}]},
-            "status": {"phase": "Pending", "nominatedNodeName": "n", "qosClass": "Burstable",
-                "conditions": [{"type": "PodScheduled", "status": "False"},
-                    {"type": "Ready", "status": "False"}]}
+            "status": {"phase": "Running", "nominatedNodeName": "n", "qosClass": "Burstable",
+                "startTime": "2024-01-01T00:00:05Z",
+                "conditions": [{"type": "PodScheduled", "status": "False",
+                        "reason": "Unschedulable", "message": "0/3 nodes"},
+                    {"type": "Ready", "status": "False"},
+                    {"type": "DisruptionTarget", "status": "True",
+                        "reason": "PreemptionByScheduler"}]}
         });
-        let v = scheduling_view(&pod);
+        let v = PodView::of(&pod);
         assert_eq!(
-            v,
-            json!({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"a": "b"},
-                    "ownerReferences": [{"uid": "o", "controller": true}]},
-                "spec": {"schedulerName": "s", "nodeSelector": {"z": "1"},
-                    "tolerations": [{"key": "k"}],
-                    "containers": [{"name": "c", "image": "i",
-                        "resources": {"requests": {"cpu": "1"}}, "ports": [{"hostPort": 80}]}],
-                    "initContainers": [{"name": "s", "image": "j", "restartPolicy": "Always"}]},
-                "status": {"phase": "Pending", "nominatedNodeName": "n",
-                    "conditions": [{"type": "PodScheduled", "status": "False"}]}
+            *v.spec,
+            json!({"schedulerName": "s", "nodeSelector": {"z": "1"},
+                "tolerations": [{"key": "k"}],
+                "containers": [{"name": "c", "image": "i",
+                    "resources": {"requests": {"cpu": "1"}}, "ports": [{"hostPort": 80}]}],
+                "initContainers": [{"name": "s", "image": "j", "restartPolicy": "Always"}]})
+        );
+        assert_eq!(&*v.resource_version, "7");
+        assert_eq!(&*v.creation_timestamp, "2024-01-01T00:00:00Z");
+        assert_eq!(&*v.nominated_node, "n");
+        assert_eq!(&*v.start_time, "2024-01-01T00:00:05Z");
+        assert_eq!(
+            v.scheduled.as_deref(),
+            Some(&Condition {
+                status: "False".into(),
+                reason: "Unschedulable".into(),
+                message: "0/3 nodes".into()
             })
+        );
+        assert!(v.preempted);
+    }
+
+    #[test]
+    fn an_empty_pod_has_an_empty_view() {
+        let v = PodView::of(&json!({"metadata": {"name": "p"}}));
+        assert_eq!(*v.spec, json!({}));
+        assert!(v.scheduled.is_none() && !v.preempted && v.nominated_node.is_empty());
+    }
+
+    #[test]
+    fn pods_alike_share_one_spec_on_any_node() {
+        let pod = |name: &str, node: &str, cpu: &str| {
+            json!({"metadata": {"name": name},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i",
+                    "command": [name], "resources": {"requests": {"cpu": cpu}}}]}})
+        };
+        let a = PodView::of(&pod("a", "n1", "1"));
+        let b = PodView::of(&pod("b", "n2", "1"));
+        let c = PodView::of(&pod("c", "n1", "2"));
+        assert!(
+            Arc::ptr_eq(&a.spec, &b.spec),
+            "equal cut specs are one copy"
+        );
+        assert!(!Arc::ptr_eq(&a.spec, &c.spec));
+        assert_ne!(a.spec, c.spec);
+        // A spec no pod holds is freed, and an equal one later is new.
+        let weak = Arc::downgrade(&c.spec);
+        drop(c);
+        assert!(weak.upgrade().is_none());
+        let c2 = PodView::of(&pod("c", "n1", "2"));
+        assert_eq!(
+            *c2.spec,
+            json!({"containers": [{"name": "c", "image": "i",
+            "resources": {"requests": {"cpu": "2"}}}]})
         );
     }
 }

@@ -33,8 +33,9 @@ impl Toleration {
     }
 }
 
-pub fn tolerations(pod: &Value) -> Vec<Toleration> {
-    pod.pointer("/spec/tolerations")
+/// The tolerations of a pod's `spec`.
+pub fn tolerations(spec: &Value) -> Vec<Toleration> {
+    spec.get("tolerations")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -178,7 +179,7 @@ mod tests {
             {"operator": "Exists"},
             {"key": "k", "value": "w", "effect": "NoSchedule"},
         ]}});
-        let t = tolerations(&pod);
+        let t = tolerations(&pod["spec"]);
         let got: Vec<bool> = t.iter().map(|t| t.tolerates(&taint)).collect();
         assert_eq!(got, [true, false, true, false]);
     }

@@ -68,7 +68,7 @@ impl Plugin for ImageLocality {
             .iter()
             .flat_map(|f| {
                 pod.pod
-                    .pointer(&format!("/spec/{f}"))
+                    .spec(f)
                     .and_then(Value::as_array)
                     .into_iter()
                     .flatten()

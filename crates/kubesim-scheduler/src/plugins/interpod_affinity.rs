@@ -195,7 +195,7 @@ struct Terms {
 impl Terms {
     fn of(pod: &PodInfo) -> Result<Terms, String> {
         let mut t = Terms::default();
-        let Some(aff) = pod.pod.get("spec").and_then(|s| s.get("affinity")) else {
+        let Some(aff) = pod.pod.spec("affinity") else {
             return Ok(t);
         };
         let ns = &pod.key.namespace;

@@ -42,9 +42,9 @@ impl Required {
     }
 }
 
-fn required(pod: &Value) -> Required {
-    let selector = pod
-        .pointer("/spec/nodeSelector")
+fn required(spec: &Value) -> Required {
+    let selector = spec
+        .get("nodeSelector")
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -52,8 +52,8 @@ fn required(pod: &Value) -> Required {
                 .collect()
         })
         .unwrap_or_default();
-    let terms = pod
-        .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+    let terms = spec
+        .pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
         .and_then(Value::as_array)
         .map(|a| a.iter().map(Term::parse).collect());
     Required { selector, terms }
@@ -73,7 +73,7 @@ impl Plugin for NodeAffinity {
     }
 
     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
-        let r = required(&pod.pod);
+        let r = required(&pod.pod.spec);
         if r.selector.is_empty() && r.terms.is_none() {
             return Status::skip();
         }
@@ -84,7 +84,7 @@ impl Plugin for NodeAffinity {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let ok = match state.read::<Required>(NAME) {
             Some(r) => r.matches(node),
-            None => required(&pod.pod).matches(node),
+            None => required(&pod.pod.spec).matches(node),
         };
         if ok {
             Status::success()
@@ -102,7 +102,8 @@ impl Plugin for NodeAffinity {
     ) -> Status {
         let terms: Vec<(i64, Term)> = pod
             .pod
-            .pointer("/spec/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution")
+            .spec
+            .pointer("/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()

@@ -29,7 +29,7 @@ impl Plugin for NodeUnschedulable {
             value: String::new(),
             effect: "NoSchedule".into(),
         };
-        if tolerated(&tolerations(&pod.pod), &taint) {
+        if tolerated(&tolerations(&pod.pod.spec), &taint) {
             Status::success()
         } else {
             Status::unresolvable(REASON)

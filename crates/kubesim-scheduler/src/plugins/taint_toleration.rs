@@ -35,7 +35,7 @@ impl Plugin for TaintToleration {
     }
 
     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
-        state.write(NAME, Tolerations(tolerations(&pod.pod)));
+        state.write(NAME, Tolerations(tolerations(&pod.pod.spec)));
         Status::success()
     }
 
@@ -47,7 +47,7 @@ impl Plugin for TaintToleration {
         let tols = match state.read::<Tolerations>(NAME) {
             Some(t) => &t.0,
             None => {
-                parsed = tolerations(&pod.pod);
+                parsed = tolerations(&pod.pod.spec);
                 &parsed
             }
         };
@@ -71,7 +71,7 @@ impl Plugin for TaintToleration {
         _: &Snapshot,
         _: &[&NodeInfo],
     ) -> Status {
-        let prefer = tolerations(&pod.pod)
+        let prefer = tolerations(&pod.pod.spec)
             .into_iter()
             .filter(|t| t.effect.is_empty() || t.effect == "PreferNoSchedule")
             .collect();

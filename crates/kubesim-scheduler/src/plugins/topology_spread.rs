@@ -205,8 +205,7 @@ impl PodTopologySpread {
     fn constraints(&self, pod: &PodInfo, when: When) -> Result<Vec<Constraint>, String> {
         let own = pod
             .pod
-            .get("spec")
-            .and_then(|s| s.get("topologySpreadConstraints"))
+            .spec("topologySpreadConstraints")
             .and_then(Value::as_array)
             .filter(|a| !a.is_empty());
         if let Some(own) = own {
@@ -241,8 +240,7 @@ impl PodTopologySpread {
     fn require_all_topologies(&self, pod: &PodInfo) -> bool {
         let has_own = pod
             .pod
-            .get("spec")
-            .and_then(|s| s.get("topologySpreadConstraints"))
+            .spec("topologySpreadConstraints")
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty());
         has_own || !self.system_defaulted
@@ -319,7 +317,7 @@ struct NodeTerm {
 
 impl RequiredNodeAffinity {
     fn of(pod: &PodInfo) -> Self {
-        let spec = pod.pod.get("spec");
+        let spec = Some(&*pod.pod.spec);
         let node_selector = spec
             .and_then(|s| s.get("nodeSelector"))
             .and_then(Value::as_object)
@@ -426,8 +424,7 @@ fn node_req(e: &Value) -> Option<LabelRequirement> {
 fn has_untolerated_taint(pod: &PodInfo, taints: &[Taint]) -> bool {
     let tolerations: Vec<&Value> = pod
         .pod
-        .get("spec")
-        .and_then(|s| s.get("tolerations"))
+        .spec("tolerations")
         .and_then(Value::as_array)
         .map(|a| a.iter().collect())
         .unwrap_or_default();

@@ -406,7 +406,7 @@ mod tests {
                 {"name": "d", "emptyDir": {}},
             ]},
         })));
-        assert!(p.pod.pointer("/spec/volumes").is_none());
+        assert!(p.pod.spec("volumes").is_none());
         let v = p.volumes.as_deref().expect("volumes");
         assert_eq!(
             v.disks,

@@ -157,11 +157,7 @@ impl Shared {
             };
             let ran = match started.get(&pod.uid) {
                 Some(at) => (instant - *at).as_secs_f64(),
-                None => pod
-                    .pod
-                    .pointer("/status/startTime")
-                    .and_then(|v| v.as_str())
-                    .and_then(kubesim_core::meta::parse_time)
+                None => kubesim_core::meta::parse_time(&pod.pod.start_time)
                     .map_or(0.0, |s| now.duration_since(s).as_secs_f64()),
             };
             ends.push((w.as_secs_f64() - ran, node.name.clone(), pod.uid.clone()));

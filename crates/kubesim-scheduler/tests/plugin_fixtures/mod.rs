@@ -11,6 +11,7 @@ use kubesim_scheduler::framework::{
     Snapshot, Status,
 };
 use kubesim_scheduler::info::controller_uid;
+use kubesim_scheduler::view::PodView;
 use serde_json::{json, Value};
 
 pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -64,7 +65,7 @@ pub fn pod_with(
         controller: controller_uid(&obj).map(str::to_string),
         deleting: obj.pointer("/metadata/deletionTimestamp").is_some(),
         volumes: PodVolumes::of(&obj).map(Arc::new),
-        pod: Arc::new(obj),
+        pod: Arc::new(PodView::of(&obj)),
         key: ObjectKey::new(ns, name),
         uid: format!("uid-{ns}-{name}"),
         labels: labels(l),
