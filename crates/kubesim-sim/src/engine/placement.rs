@@ -17,7 +17,7 @@ use crate::routes::Platform;
 
 /// What the task needs: the jobs, their pods' names, the platform.
 pub struct Placement {
-    pub jobs: Vec<SimJob>,
+    pub jobs: Arc<[Arc<SimJob>]>,
     pub names: Arc<Vec<String>>,
     pub platform: Arc<Platform>,
 }

@@ -1,5 +1,6 @@
 //! Jobs as the Pods that run them, and what a node offers them.
 
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 
 use kubesim_core::meta;
@@ -112,11 +113,12 @@ pub fn gang(job: &SimJob, index: usize, name: &str) -> (Value, Vec<Value>) {
 }
 
 /// DNS-1123 names from `<workload>-<id>`, made unique by a suffix.
-pub fn unique_names(jobs: &[SimJob]) -> Vec<String> {
+pub fn unique_names(jobs: &[impl Borrow<SimJob>]) -> Vec<String> {
     let mut seen = BTreeSet::new();
     jobs.iter()
         .enumerate()
         .map(|(i, j)| {
+            let j: &SimJob = j.borrow();
             let raw = format!("{}-{}", j.workload, j.id).to_ascii_lowercase();
             let mut name: String = raw
                 .chars()

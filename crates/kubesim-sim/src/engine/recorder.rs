@@ -45,7 +45,9 @@ impl FinalState {
 /// What happened to one job; times in seconds from the start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
-    pub job: SimJob,
+    /// Shared with the run; a job timed at placement gets its own copy
+    /// when its run time is set.
+    pub job: Arc<SimJob>,
     pub submitted: Option<f64>,
     pub start: Option<f64>,
     pub finish: Option<f64>,
@@ -112,7 +114,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(jobs: &[SimJob], nodes: &[String], clock: Clock) -> Self {
+    pub fn new(jobs: &[Arc<SimJob>], nodes: &[String], clock: Clock) -> Self {
         Recorder {
             state: Arc::new(Mutex::new(State {
                 start: None,
@@ -128,7 +130,7 @@ impl Recorder {
                         hosts: Vec::new(),
                     })
                     .collect(),
-                expected: jobs.iter().map(expected_pods).collect(),
+                expected: jobs.iter().map(|j| expected_pods(j)).collect(),
                 succeeded: vec![0; jobs.len()],
                 pods: KeyedMap::default(),
                 samples: Vec::new(),
@@ -161,7 +163,7 @@ impl Recorder {
     /// Job `i`'s run time, decided now that it is placed.
     pub fn set_run_time(&self, i: usize, seconds: f64) {
         if let Some(o) = self.state.lock().outcomes.get_mut(i) {
-            o.job.run_time = seconds;
+            Arc::make_mut(&mut o.job).run_time = seconds;
         }
     }
 
