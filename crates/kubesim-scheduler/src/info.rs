@@ -705,6 +705,11 @@ mod tests {
             .expect("only the status changed");
         let full = PodInfo::from_pod(Arc::new(bound.clone()));
         assert_eq!(fast.pod, full.pod);
+        // One copy of the cut spec for every version of the pod.
+        assert!(Arc::ptr_eq(&fast.pod.spec, &before.pod.spec));
+        assert!(Arc::ptr_eq(&full.pod.spec, &before.pod.spec));
+        assert_eq!(&*fast.pod.start_time, "2026-01-01T00:00:00Z");
+        assert_eq!(&*fast.pod.resource_version, "3");
         assert_eq!(fast.key, full.key);
         assert_eq!(
             (&fast.uid, &fast.labels, fast.priority, &fast.node_name),
@@ -729,6 +734,9 @@ mod tests {
         let mut deleting = bound.clone();
         deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         assert!(before.status_update(&deleting).is_none());
+        let mut adopted = bound.clone();
+        adopted["metadata"]["ownerReferences"] = json!([{"uid": "other", "controller": true}]);
+        assert!(before.status_update(&adopted).is_none());
         let mut other_claim = bound;
         other_claim["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] = json!("e");
         assert!(before.status_update(&other_claim).is_none());
