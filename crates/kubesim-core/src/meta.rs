@@ -60,6 +60,19 @@ pub fn labels(obj: &Value) -> BTreeMap<String, String> {
     string_map(obj, "labels")
 }
 
+/// Whether `obj`'s labels, as [`labels`] gives them, are `want`, without
+/// building the map.
+pub fn has_labels(obj: &Value, want: &BTreeMap<String, String>) -> bool {
+    let theirs = metadata(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object);
+    let strings = theirs.map_or(0, |m| m.values().filter(|v| v.is_string()).count());
+    strings == want.len()
+        && want
+            .iter()
+            .all(|(k, v)| theirs.and_then(|m| m.get(k)).and_then(Value::as_str) == Some(v))
+}
+
 pub fn annotations(obj: &Value) -> BTreeMap<String, String> {
     string_map(obj, "annotations")
 }
@@ -182,6 +195,30 @@ mod tests {
         assert_eq!(finalizers(&o), vec!["f".to_string()]);
         assert_eq!(path(&o, "spec.nodeName"), Some(&json!("n")));
         assert!(!is_deleting(&o));
+    }
+
+    #[test]
+    fn has_labels_agrees_with_the_built_map() {
+        let objs = [
+            json!({"metadata": {"labels": {"a": "1", "b": "2"}}}),
+            json!({"metadata": {"labels": {"a": "1", "b": "3"}}}),
+            json!({"metadata": {"labels": {"a": "1"}}}),
+            json!({"metadata": {"labels": {"a": "1", "b": "2", "n": 5}}}),
+            json!({"metadata": {"labels": {"a": "1", "b": "2", "c": "3"}}}),
+            json!({"metadata": {"labels": null}}),
+            json!({"metadata": {}}),
+            json!({}),
+        ];
+        for want in &objs {
+            let want = labels(want);
+            for o in &objs {
+                assert_eq!(
+                    has_labels(o, &want),
+                    labels(o) == want,
+                    "{o} against {want:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -179,7 +179,7 @@ impl Cache {
             && st.info.uid == meta::uid(pod)
             && meta::pointer(pod, "/spec/nodeName").and_then(Value::as_str)
                 == Some(st.node.as_str())
-            && st.info.labels == meta::labels(pod);
+            && meta::has_labels(pod, &st.info.labels);
         if same {
             st.assumed = false;
         }

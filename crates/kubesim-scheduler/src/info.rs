@@ -284,7 +284,7 @@ impl PodInfo {
         let same_meta = meta::uid(pod) == self.uid
             && meta::is_deleting(pod) == self.deleting
             && controller_uid(pod) == self.controller.as_deref()
-            && meta::labels(pod) == self.labels;
+            && meta::has_labels(pod, &self.labels);
         if !same_meta {
             return None;
         }

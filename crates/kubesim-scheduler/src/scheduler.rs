@@ -95,22 +95,19 @@ fn pods_ref() -> ResourceRef {
 
 /// What of the pod an event's involved object reads (list items carry no
 /// kind), without copying the whole pod for every scheduling attempt.
+/// What the event recorder needs of a pod to name it in an Event (see
+/// `events::object_reference`, which leaves out empty fields).
 fn as_pod_object(pod: &PodInfo) -> Value {
-    let mut m = serde_json::Map::new();
-    for (f, v) in [
-        ("name", pod.name()),
-        ("namespace", pod.namespace()),
-        ("uid", pod.uid.as_str()),
-        ("resourceVersion", &pod.pod.resource_version),
-    ] {
-        if !v.is_empty() || f == "name" {
-            m.insert(f.into(), Value::from(v));
-        }
-    }
+    let metadata = meta::object([
+        ("name", Value::from(pod.name())),
+        ("namespace", Value::from(pod.namespace())),
+        ("uid", Value::from(pod.uid.as_str())),
+        ("resourceVersion", Value::from(&*pod.pod.resource_version)),
+    ]);
     meta::object([
         ("kind", Value::from("Pod")),
         ("apiVersion", Value::from("v1")),
-        ("metadata", Value::Object(m)),
+        ("metadata", metadata),
     ])
 }
 

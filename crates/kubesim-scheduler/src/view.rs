@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, LazyLock, Weak};
 
 use kubesim_core::meta;
 use parking_lot::Mutex;
@@ -150,28 +150,29 @@ pub fn cut_spec(pod: &Value) -> Value {
 /// spec no pod holds any more is freed; dead entries are swept whenever
 /// the table has doubled since the last sweep.
 struct Specs {
+    /// Equal specs hash alike (`serde_json`'s `Hash` agrees with its
+    /// `Eq`); a bucket holds more than one spec only on a collision.
     by_hash: HashMap<u64, Vec<Weak<Value>>>,
-    entries: usize,
     sweep_at: usize,
 }
 
 /// Shared by every scheduler in the process: the values are immutable and
 /// found by content, so sharing them across schedulers changes nothing.
-static SPECS: Mutex<Option<Specs>> = Mutex::new(None);
+static SPECS: LazyLock<Mutex<Specs>> = LazyLock::new(|| {
+    Mutex::new(Specs {
+        by_hash: HashMap::new(),
+        sweep_at: 1024,
+    })
+});
 
 /// The shared copy of `spec`: one in use already when an equal spec is,
 /// else `spec` itself, remembered for the pods alike that follow. Sharing
 /// changes no result, only how many copies are held.
 pub fn shared_spec(spec: Value) -> Arc<Value> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    hash_value(&spec, &mut hasher);
+    spec.hash(&mut hasher);
     let hash = hasher.finish();
-    let mut guard = SPECS.lock();
-    let specs = guard.get_or_insert_with(|| Specs {
-        by_hash: HashMap::new(),
-        entries: 0,
-        sweep_at: 1024,
-    });
+    let mut specs = SPECS.lock();
     let bucket = specs.by_hash.entry(hash).or_default();
     if let Some(found) = bucket
         .iter()
@@ -182,40 +183,14 @@ pub fn shared_spec(spec: Value) -> Arc<Value> {
     }
     let shared = Arc::new(spec);
     bucket.push(Arc::downgrade(&shared));
-    specs.entries += 1;
-    if specs.entries >= specs.sweep_at {
+    if specs.by_hash.len() >= specs.sweep_at {
         specs.by_hash.retain(|_, b| {
             b.retain(|w| w.strong_count() > 0);
             !b.is_empty()
         });
-        specs.entries = specs.by_hash.values().map(Vec::len).sum();
-        specs.sweep_at = (2 * specs.entries).max(1024);
+        specs.sweep_at = (2 * specs.by_hash.len()).max(1024);
     }
     shared
-}
-
-/// Hashes a JSON value in its written order: two equal objects with their
-/// keys in different orders hash apart, and are merely not shared.
-fn hash_value(v: &Value, h: &mut impl Hasher) {
-    match v {
-        Value::Null => 0u8.hash(h),
-        Value::Bool(b) => (1u8, b).hash(h),
-        Value::Number(n) => (2u8, n.to_string()).hash(h),
-        Value::String(s) => (3u8, s).hash(h),
-        Value::Array(a) => {
-            (4u8, a.len()).hash(h);
-            for x in a {
-                hash_value(x, h);
-            }
-        }
-        Value::Object(m) => {
-            (5u8, m.len()).hash(h);
-            for (k, x) in m {
-                k.hash(h);
-                hash_value(x, h);
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -291,6 +266,11 @@ mod tests {
             Arc::ptr_eq(&a.spec, &b.spec),
             "equal cut specs are one copy"
         );
+        // Equal whatever the order their keys were written in.
+        let reordered = PodView::of(&json!({"metadata": {"name": "r"},
+            "spec": {"containers": [{"resources": {"requests": {"cpu": "1"}},
+                "image": "i", "name": "c"}], "nodeName": "n3"}}));
+        assert!(Arc::ptr_eq(&a.spec, &reordered.spec));
         assert!(!Arc::ptr_eq(&a.spec, &c.spec));
         assert_ne!(a.spec, c.spec);
         // A spec no pod holds is freed, and an equal one later is new.
