@@ -42,8 +42,8 @@ pub struct PodView {
     /// `spec` cut to what scheduling reads (an object, perhaps empty),
     /// shared between pods whose cut specs are equal.
     pub spec: Arc<Value>,
-    /// `metadata.resourceVersion`, for the object references of Events
-    /// and status writes.
+    /// `metadata.resourceVersion`, for the object references of the
+    /// Events the scheduler records about the pod.
     pub resource_version: Box<str>,
     /// `metadata.creationTimestamp` as written (batch policies order ties
     /// by it).
