@@ -19,7 +19,6 @@ use serde_json::{json, Value};
 use crate::auth::{Attributes, RequestAuth, UserInfo};
 use crate::http::metrics::Labels;
 use crate::service::approval::ApprovalChange;
-use crate::service::prepare_ahead::AnnouncedPatch;
 use crate::service::read::list_json;
 use crate::service::subresource::ScaleChange;
 use crate::service::{Caller, WatchFrame, WatchRequest};
@@ -357,42 +356,6 @@ impl Api for InProcess {
     /// In-process watches have no server-side timeout (`watch.rs`).
     fn watches_expire(&self) -> bool {
         false
-    }
-
-    fn expect_writes(&self, r: &ResourceRef, objects: &[(&str, &str)]) {
-        if let Ok(res) = self.resource(r) {
-            self.server.decode_soon(&res, objects);
-        }
-    }
-
-    fn patch_ahead(
-        &self,
-        r: &ResourceRef,
-        ns: &str,
-        name: &str,
-        kind: PatchType,
-        body: &Value,
-        subresource: Option<&str>,
-        opts: &WriteOptions,
-        now: &str,
-    ) {
-        // As `patch_value` would send it; a body it would send as bytes
-        // (or a scale) is left to be sent.
-        let Ok((res, opts)) = self.writing(r, ns, subresource, true, opts) else {
-            return;
-        };
-        if subresource == Some("scale") || crate::service::decoded_without_parsing::has_float(body)
-        {
-            return;
-        }
-        let ask = AnnouncedPatch {
-            kind,
-            body: body.clone(),
-            subresource: subresource.map(String::from),
-            opts,
-            now: now.to_string(),
-        };
-        self.server.patch_ahead(&res, ns, name, ask, &self.caller);
     }
 
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError> {

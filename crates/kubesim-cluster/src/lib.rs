@@ -17,7 +17,7 @@ use std::sync::Arc;
 use kubesim_apiserver::auth::UserInfo;
 use kubesim_apiserver::inprocess::InProcess;
 use kubesim_apiserver::Server;
-use kubesim_runtime::{Ahead, Api, Clock, Informers, ResourceRef, Rng};
+use kubesim_runtime::{Api, Clock, Informers, ResourceRef, Rng};
 use kubesim_store::Store;
 use tokio::task::JoinSet;
 
@@ -28,9 +28,6 @@ pub struct ClusterOptions {
     pub store: Arc<dyn Store>,
     pub clock: Clock,
     pub rng: Rng,
-    /// A helper thread that decodes committed objects ahead of the reads
-    /// that want them (a simulation's second core).
-    pub ahead: Option<Ahead>,
 }
 
 /// The API server, bootstrapped, with no component running yet: callers
@@ -85,9 +82,6 @@ impl Cluster {
     /// policy, priority classes, ...).
     pub async fn bootstrap(options: ClusterOptions) -> anyhow::Result<Cluster> {
         let server = Server::new(options.store, options.clock, options.rng);
-        if let Some(a) = &options.ahead {
-            server.decode_ahead(a);
-        }
         server
             .bootstrap()
             .await

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::apate::{self, Faults};
 use crate::managed::NodeSelector;
 use crate::nodes::{ensure_nodes, LeaseRenewer, NodeTemplate};
-use crate::stage::{self, funcs::FuncContext, Shared, RENDERED_AHEAD};
+use crate::stage::{self, funcs::FuncContext, Shared};
 use crate::usage::{follow, Model, UsagePublisher};
 
 /// What `kubesim up` (or `simulate`) asks of the emulator.
@@ -33,13 +33,6 @@ pub struct EmulatorConfig {
     /// kube-scheduler and controller manager (a batch simulation with the
     /// built-in scheduler needs none, and skips the writes).
     pub csi_nodes: bool,
-    /// A helper thread for work whose results are wanted later (the
-    /// patches of delayed stages, rendered ahead).
-    pub ahead: Option<kubesim_runtime::Ahead>,
-    /// Waiting stage jobs whose first patch is rendered ahead at most (a
-    /// freed place goes to the job due soonest; [`RENDERED_AHEAD`] by
-    /// default).
-    pub rendered_ahead: usize,
     /// Pods whose stages are played at once (kwok's
     /// `podPlayStageParallelism`): each step waits for the API's answer,
     /// so over a network this bounds the pods a shard moves a second.
@@ -62,8 +55,6 @@ impl Default for EmulatorConfig {
             leases: true,
             usage: true,
             csi_nodes: true,
-            ahead: None,
-            rendered_ahead: RENDERED_AHEAD,
             pod_parallelism: DEFAULT_PARALLELISM,
             node_parallelism: DEFAULT_PARALLELISM,
         }
@@ -184,8 +175,6 @@ impl Emulator {
                 .selecting(config.selector.rule.clone()),
             ),
             registry: kubesim_core::Registry::new(),
-            ahead: config.ahead.clone(),
-            rendered_ahead: config.rendered_ahead,
             pod_parallelism: config.pod_parallelism.max(1),
             node_parallelism: config.node_parallelism.max(1),
         });

@@ -143,30 +143,6 @@ pub trait Api: Send + Sync {
     fn lists_from_cache(&self) -> bool {
         false
     }
-    /// Tells the API that the caller is about to write these objects
-    /// (namespace and name), in this order, so that it may prepare (the
-    /// in-process server of a simulation decodes them ahead on its helper
-    /// thread). Changes nothing any request answers.
-    fn expect_writes(&self, _r: &ResourceRef, _objects: &[(&str, &str)]) {}
-    /// Tells the API that the caller will send this patch (as
-    /// [`patch_value`](Self::patch_value) would) when the clock shows
-    /// `now` (as objects show times), if the object has not changed by
-    /// then, so that it may prepare the update: the in-process server of
-    /// a simulation does, on the calling thread, which is then the helper
-    /// thread. Changes nothing any request answers.
-    #[allow(clippy::too_many_arguments)]
-    fn patch_ahead(
-        &self,
-        _r: &ResourceRef,
-        _ns: &str,
-        _name: &str,
-        _kind: PatchType,
-        _body: &Value,
-        _subresource: Option<&str>,
-        _opts: &WriteOptions,
-        _now: &str,
-    ) {
-    }
     async fn get(&self, r: &ResourceRef, ns: &str, name: &str) -> Result<Value, ApiError>;
     /// The object's `scale` subresource (an autoscaling/v1 Scale), as
     /// `GET .../scale` answers; an Api without subresources answers 404.

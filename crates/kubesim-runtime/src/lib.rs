@@ -11,7 +11,6 @@
 //! server, so that controllers reach objects in process and over HTTP
 //! alike.
 
-pub mod ahead;
 pub mod api;
 pub mod cache;
 pub mod client_limits;
@@ -33,7 +32,6 @@ mod spam;
 pub mod workqueue;
 pub mod workqueue_metrics;
 
-pub use ahead::{Ahead, Promise};
 pub use api::{
     version_answer, Api, DeleteOptions, FieldValidation, ListOptions, ResourceRef, WatchEvent,
     WriteOptions,

@@ -32,7 +32,6 @@ async fn malformed_objects_stop_neither_controllers_nor_scheduler() {
         store: store.clone(),
         clock: Clock::wall(),
         rng: Rng::seeded(1),
-        ahead: None,
     })
     .await
     .expect("bootstrap");

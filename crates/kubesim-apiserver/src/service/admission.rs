@@ -41,22 +41,8 @@ fn add_finalizer(obj: &mut Value, finalizer: &str) {
     }
 }
 
-/// Whether [`Server::admit`] of an update of `resource` reads and changes
-/// nothing but the object: an update of it may be prepared ahead of time.
-/// (A Service's allocates addresses; a CRD's reads its versions; an RBAC
-/// object's reads the roles its writer holds.)
-pub(crate) fn admits_updates_alone(resource: &ResourceInfo) -> bool {
-    !matches!(
-        (resource.group.as_str(), resource.plural.as_str()),
-        ("", "services")
-            | ("apiextensions.k8s.io", "customresourcedefinitions")
-            | (crate::auth::rbac::GROUP, _)
-    )
-}
-
 impl Server {
-    /// Admission for `obj` (create when `old` is None); for an update, see
-    /// [`admits_updates_alone`].
+    /// Admission for `obj` (create when `old` is None).
     pub(crate) fn admit(
         &self,
         resource: &ResourceInfo,

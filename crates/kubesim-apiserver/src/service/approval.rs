@@ -88,7 +88,6 @@ impl Server {
             Some(&mgr),
             precondition,
             false,
-            None,
             &mut |cur| match (&change, &body) {
                 (ApprovalChange::Patch(kind, bytes), _) => {
                     let (patched, _) =

@@ -6,7 +6,7 @@ use kubesim_runtime::{DeleteOptions, ListOptions};
 use kubesim_store::WriteOp;
 use serde_json::{json, Value};
 
-use super::{store_error, Server};
+use super::{decode_apart, store_error, Server};
 
 pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
@@ -142,7 +142,7 @@ impl Server {
         let policy = policy(resource, opts)?;
         for _ in 0..16 {
             let rec = self.get_record(resource, ns, name)?;
-            let (mut cur, managed) = self.decode_for_write(&rec)?;
+            let (mut cur, managed) = decode_apart(&rec)?;
             self.node_restriction(resource, "", None, Some(&cur))?;
             let managed = managed.as_deref();
             // What answers with the object has its managedFields back.
@@ -223,7 +223,7 @@ impl Server {
                         code: 200,
                     });
                 }
-                match self.commit_update(resource, ns, name, &rec, new, managed, true, None)? {
+                match self.commit_update(resource, ns, name, &rec, new, managed, true)? {
                     Some((obj, rev)) => {
                         self.store.wait_durable(rev).await.map_err(store_error)?;
                         return Ok(match obj {
@@ -271,7 +271,6 @@ impl Server {
                 managed,
                 true,
                 false,
-                None,
             )?
             else {
                 continue;

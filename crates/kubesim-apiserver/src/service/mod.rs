@@ -8,7 +8,6 @@ mod admission;
 pub mod approval;
 pub mod attrs;
 mod bootstrap;
-mod bounded;
 mod compaction;
 mod crd;
 pub(crate) mod decoded_without_parsing;
@@ -19,8 +18,6 @@ pub(crate) mod jwt;
 pub mod logs;
 mod managed_fields_text;
 pub mod planted;
-mod predecode;
-pub mod prepare_ahead;
 pub mod read;
 pub mod reviews;
 mod stamp;
@@ -42,7 +39,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use managed_fields_text::{decode_apart, restore_managed};
 pub use read::{ListResult, RvMatch};
-pub(crate) use stamp::{restamped, Encoded};
+pub(crate) use stamp::restamped;
 pub use watch::{WatchFrame, WatchRequest};
 
 /// Who is asking and how, for bookkeeping (managedFields, metrics).
@@ -68,9 +65,6 @@ pub struct Server {
     pub(crate) namespaces_deleting: facts_from_bytes::DeletingCache,
     /// When each Event expires (see `event_ttl`).
     pub(crate) event_ttl: event_ttl::EventTtl,
-    /// With [`Server::decode_ahead`]: committed objects decoded on a
-    /// thread of their own for the writes that will read them.
-    predecode: std::sync::OnceLock<predecode::Predecode>,
     /// RBAC's view of the roles and bindings (see `auth::rbac`).
     pub(crate) rbac: crate::auth::rbac::Authorizer,
     /// Where in-process calls are counted as requests, when the server
@@ -104,7 +98,6 @@ impl Server {
             compactor: compaction::Compactor::default(),
             namespaces_deleting: facts_from_bytes::DeletingCache::default(),
             event_ttl: event_ttl::EventTtl::default(),
-            predecode: std::sync::OnceLock::new(),
             rbac: Default::default(),
             request_metrics: Default::default(),
         });

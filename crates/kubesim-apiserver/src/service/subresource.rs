@@ -7,7 +7,7 @@ use kubesim_runtime::{DeleteOptions, WriteOptions};
 use serde_json::{json, Value};
 
 use super::write::{manager, Part, WriteResult};
-use super::{Caller, Server};
+use super::{decode_apart, Caller, Server};
 
 /// Reads a dotted JSON path such as `.spec.replicas`.
 fn at_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
@@ -131,7 +131,6 @@ impl Server {
                 Some(&mgr),
                 false,
                 false,
-                None,
                 &mut |cur| {
                     let scale = self.scale_of(resource, cur);
                     let new_scale = match &change {
@@ -203,7 +202,7 @@ impl Server {
         }
         for _ in 0..16 {
             let rec = self.get_record(&pods, ns, name)?;
-            let (cur, managed) = self.decode_for_write(&rec)?;
+            let (cur, managed) = decode_apart(&rec)?;
             if meta::is_deleting(&cur) {
                 return Err(ApiError::conflict(
                     "pods",
@@ -250,7 +249,7 @@ impl Server {
             set_condition(&mut new, "PodScheduled", "True", &self.now_string());
             // The answer is a Status: the pod goes to the watchers uncopied.
             if let Some((_, rev)) =
-                self.commit_update(&pods, ns, name, &rec, new, managed.as_deref(), false, None)?
+                self.commit_update(&pods, ns, name, &rec, new, managed.as_deref(), false)?
             {
                 self.store
                     .wait_durable(rev)
@@ -416,7 +415,6 @@ impl Server {
             None,
             false,
             false,
-            None,
             &mut |cur| {
                 if meta::uid(cur) != uid || allowed(cur) <= 0 {
                     return Err(refuse(cur));
@@ -463,7 +461,6 @@ impl Server {
                 Some(&mgr),
                 false,
                 false,
-                None,
                 &mut |cur| {
                     let mut n = cur.clone();
                     n["spec"]["finalizers"] = fins.clone();

@@ -11,8 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::managed_fields_text::decode_apart;
-use super::prepare_ahead::Prepared;
-use super::{attrs, encode, encode_with, object_key, store_error, Caller, Encoded, Server};
+use super::{attrs, encode, encode_with, object_key, store_error, Caller, Server};
 
 /// How many times an update without a client precondition is retried when a
 /// concurrent writer got there first.
@@ -442,9 +441,7 @@ impl Server {
         Ok(())
     }
 
-    /// Commits a prepared create and answers it; `encoded`, the object's
-    /// bytes when they were made ahead, saves serializing it at the
-    /// commit.
+    /// Commits a prepared create and answers it.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn finish_create(
         &self,
@@ -543,7 +540,6 @@ impl Server {
                 Some(&mgr),
                 precondition,
                 false,
-                None,
                 &mut |_cur| Ok(body.clone()),
             )
             .await?;
@@ -586,8 +582,6 @@ impl Server {
                 "force is only allowed for apply patches",
             ));
         }
-        // An update prepared ahead for this very patch (prepare_ahead.rs).
-        let announced = |p: &Prepared| p.answers(kind, &body, sub, opts, &mgr, &self.now_string());
         let mut warnings = Vec::new();
         let mut r = self
             .update_with(
@@ -599,7 +593,6 @@ impl Server {
                 Some(&mgr),
                 false,
                 patch_reads_managed(kind, &body),
-                Some(&announced),
                 &mut |cur| {
                     let (out, w) = self.patched(kind, resource, cur, body, opts)?;
                     warnings = w;
@@ -703,7 +696,6 @@ impl Server {
                 None,
                 false,
                 true,
-                None,
                 &mut |cur| {
                     let mut out = patch::server_side_apply(
                         resource,
@@ -725,9 +717,7 @@ impl Server {
     /// The read-modify-write loop shared by update and patch. Unless the
     /// mutation `reads_managed`, it sees the current object with a `null`
     /// placeholder for managedFields (see `managed_fields_text`): proposing the
-    /// placeholder keeps the stored list, as proposing none does. An
-    /// update prepared ahead for the current revision that is `announced`
-    /// as this one is committed in place of the mutation's.
+    /// placeholder keeps the stored list, as proposing none does.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn update_with(
         &self,
@@ -739,7 +729,6 @@ impl Server {
         mgr: Option<&str>,
         precondition: bool,
         reads_managed: bool,
-        announced: Option<&(dyn Fn(&Prepared) -> bool + Sync)>,
         mutate: &mut (dyn FnMut(&Value) -> Result<Value, ApiError> + Send),
     ) -> Result<WriteResult, ApiError> {
         if let Some(stored) = self.stored_as(resource) {
@@ -758,7 +747,6 @@ impl Server {
                 mgr,
                 precondition,
                 reads_managed,
-                None,
                 &mut through,
             ))
             .await?;
@@ -767,97 +755,61 @@ impl Server {
         }
         for _ in 0..MAX_RETRIES {
             let rec = self.get_record(resource, ns, name)?;
-            let prepared = || self.predecode.get()?.take_prepared(&rec, announced?);
-            let committed = match prepared() {
-                Some(p) => {
-                    let Prepared {
-                        new,
-                        managed,
-                        warnings,
-                        encoded,
-                        ..
-                    } = *p;
-                    let was = || {
-                        let (mut cur, managed) = decode_apart(&rec)?;
-                        super::restore_managed(&mut cur, managed.as_deref());
-                        Ok(cur)
-                    };
-                    let obj = self
-                        .commit_answer(
-                            resource,
-                            ns,
-                            name,
-                            &rec,
-                            new,
-                            managed.as_deref(),
-                            opts,
-                            encoded.as_ref(),
-                            was,
-                        )
-                        .await?;
-                    obj.map(|o| (o, warnings))
+            let committed = {
+                let (mut cur, mut managed) = decode_apart(&rec)?;
+                if reads_managed {
+                    super::restore_managed(&mut cur, managed.take().as_deref());
                 }
-                None => {
-                    let (mut cur, mut managed, mut entries) = self.decode_for_update(&rec)?;
-                    if reads_managed {
-                        super::restore_managed(&mut cur, managed.take().as_deref());
-                        entries = None;
-                    }
-                    let proposed = mutate(&cur)?;
-                    // A proposal with a list of its own (a client echoing
-                    // the object it read) is compared with the stored list
-                    // as a value: echoing it unchanged changes nothing.
-                    if managed.is_some() && patch::managed_fields::raw(&proposed).is_some() {
-                        super::restore_managed(&mut cur, managed.take().as_deref());
-                        entries = None;
-                    }
-                    let managed = managed.as_deref();
-                    let rv = meta::resource_version(&proposed);
-                    if !rv.is_empty() && rv != rec.rev.to_string() {
-                        return Err(ApiError::stale(&resource.plural, &resource.group, name));
-                    }
-                    let rng = self.rng.clone();
-                    let new = self.prepare_update(
-                        resource,
-                        ns,
-                        name,
-                        &cur,
-                        managed,
-                        entries,
-                        proposed,
-                        part,
-                        mgr,
-                        &self.now_string(),
-                        &mut move || rng.suffix(5),
-                    )?;
-                    let unchanged = same_object(&new, &cur);
-                    if unchanged || opts.dry_run {
-                        // Nothing written: the current object, or what would
-                        // have been.
-                        let mut obj = if unchanged { cur } else { new };
-                        super::restore_managed(&mut obj, managed);
-                        return Ok(WriteResult {
-                            obj,
-                            created: false,
-                            warnings: Vec::new(),
-                        });
-                    }
-                    let was = || {
-                        super::restore_managed(&mut cur, managed);
-                        Ok(cur)
-                    };
-                    let obj = self
-                        .commit_answer(resource, ns, name, &rec, new, managed, opts, None, was)
-                        .await?;
-                    obj.map(|o| (o, Vec::new()))
+                let proposed = mutate(&cur)?;
+                // A proposal with a list of its own (a client echoing
+                // the object it read) is compared with the stored list
+                // as a value: echoing it unchanged changes nothing.
+                if managed.is_some() && patch::managed_fields::raw(&proposed).is_some() {
+                    super::restore_managed(&mut cur, managed.take().as_deref());
                 }
-            };
-            match committed {
-                Some((obj, warnings)) => {
+                let managed = managed.as_deref();
+                let rv = meta::resource_version(&proposed);
+                if !rv.is_empty() && rv != rec.rev.to_string() {
+                    return Err(ApiError::stale(&resource.plural, &resource.group, name));
+                }
+                let rng = self.rng.clone();
+                let new = self.prepare_update(
+                    resource,
+                    ns,
+                    name,
+                    &cur,
+                    managed,
+                    proposed,
+                    part,
+                    mgr,
+                    &self.now_string(),
+                    &mut move || rng.suffix(5),
+                )?;
+                let unchanged = same_object(&new, &cur);
+                if unchanged || opts.dry_run {
+                    // Nothing written: the current object, or what would
+                    // have been.
+                    let mut obj = if unchanged { cur } else { new };
+                    super::restore_managed(&mut obj, managed);
                     return Ok(WriteResult {
                         obj,
                         created: false,
-                        warnings,
+                        warnings: Vec::new(),
+                    });
+                }
+                let was = || {
+                    super::restore_managed(&mut cur, managed);
+                    Ok(cur)
+                };
+                self.commit_answer(resource, ns, name, &rec, new, managed, opts, was)
+                    .await?
+            };
+            match committed {
+                Some(obj) => {
+                    return Ok(WriteResult {
+                        obj,
+                        created: false,
+                        warnings: Vec::new(),
                     })
                 }
                 None if precondition => {
@@ -888,12 +840,10 @@ impl Server {
         new: Value,
         managed: Option<&RawValue>,
         opts: &WriteOptions,
-        encoded: Option<&Encoded>,
         was: impl FnOnce() -> Result<Value, ApiError>,
     ) -> Result<Option<Value>, ApiError> {
         let keep = keeps_answer(resource, opts);
-        let Some((obj, rev)) =
-            self.commit_update(resource, ns, name, rec, new, managed, keep, encoded)?
+        let Some((obj, rev)) = self.commit_update(resource, ns, name, rec, new, managed, keep)?
         else {
             return Ok(None);
         };
@@ -909,7 +859,7 @@ impl Server {
     /// proposal: server metadata kept, subresource boundaries enforced,
     /// generation counted, defaults, validation, managedFields.
     /// `cur_managed` is the current list as text when `cur` was decoded
-    /// apart, and `cur_entries` its entries if they were parsed already.
+    /// apart.
     /// `now` is the time a managedFields entry records; `suffix` draws
     /// the random suffixes defaulting may need. Nothing else read depends
     /// on the server's state, save admission of the resources
@@ -922,7 +872,6 @@ impl Server {
         name: &str,
         cur: &Value,
         cur_managed: Option<&RawValue>,
-        cur_entries: Option<Vec<Value>>,
         proposed: Value,
         part: Part,
         mgr: Option<&str>,
@@ -1071,16 +1020,7 @@ impl Server {
             } else {
                 None
             };
-            patch::track_update_if_changed(
-                resource,
-                cur,
-                cur_managed,
-                cur_entries,
-                &mut new,
-                mgr,
-                sub,
-                now,
-            );
+            patch::track_update_if_changed(resource, cur, cur_managed, &mut new, mgr, sub, now);
         }
         Ok(new)
     }
@@ -1111,7 +1051,6 @@ impl Server {
         self.compact_if_due();
         // The commit's event names its storage resource: no key to build.
         self.after_write_ttl(committed.event.as_deref());
-        self.decode_later(&obj, committed.event.as_deref());
         match handing {
             Handing::Copied(prepared) => {
                 if let Some(p) = prepared {
@@ -1140,15 +1079,12 @@ impl Server {
         new: Value,
         managed: Option<&RawValue>,
         keep: bool,
-        encoded: Option<&Encoded>,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
         let remove = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
             && grace_elapsed(&new)
             && !namespace_finalizers_pending(resource, &new);
-        self.commit_if_unchanged(
-            resource, ns, name, expected, new, managed, remove, keep, encoded,
-        )
+        self.commit_if_unchanged(resource, ns, name, expected, new, managed, remove, keep)
     }
 
     /// Stores `new` (or, with `remove`, deletes the object leaving `new` as
@@ -1169,7 +1105,6 @@ impl Server {
         managed: Option<&RawValue>,
         remove: bool,
         keep: bool,
-        encoded: Option<&Encoded>,
     ) -> Result<Option<(Option<Value>, u64)>, ApiError> {
         let attrs = if remove {
             None
@@ -1193,7 +1128,7 @@ impl Server {
                         }
                     }
                     super::stamp_revision(&mut new, rev);
-                    let bytes = Encoded::or_encode(encoded, rev, || encode_with(&new, managed));
+                    let bytes = encode_with(&new, managed);
                     if remove {
                         WriteOp::Delete { bytes }
                     } else {

@@ -37,10 +37,6 @@ mod stray;
 /// kube-controller-manager's default `--terminated-pod-gc-threshold`.
 pub const DEFAULT_THRESHOLD: usize = 12_500;
 
-/// Terminated pods beyond those a pass deletes whose deletions are
-/// announced (see `collect_terminated`).
-const LOOKAHEAD: usize = 8;
-
 /// Upstream's `gcCheckPeriod`.
 const CHECK_PERIOD: Duration = Duration::from_secs(20);
 
@@ -104,26 +100,9 @@ impl Terminated {
 
     /// The pods beyond `threshold`, first to go first.
     fn excess(&self, threshold: usize) -> Vec<(Place, bool)> {
-        self.in_line(0, self.over(threshold))
-    }
-
-    /// The `count` pods next in line after those beyond `threshold`: the
-    /// next passes' deletions, unless pods terminate meanwhile that go
-    /// before them.
-    fn upcoming(&self, threshold: usize, count: usize) -> Vec<(Place, bool)> {
-        self.in_line(self.over(threshold), count)
-    }
-
-    fn over(&self, threshold: usize) -> usize {
-        self.by_key.len().saturating_sub(threshold)
-    }
-
-    /// `count` pods in deletion order, after the first `skip`.
-    fn in_line(&self, skip: usize, count: usize) -> Vec<(Place, bool)> {
         self.ordered
             .iter()
-            .skip(skip)
-            .take(count)
+            .take(self.by_key.len().saturating_sub(threshold))
             .map(|(p, t)| (p.clone(), *t))
             .collect()
     }
@@ -186,8 +165,6 @@ async fn collect_terminated(
     over: Arc<Notify>,
 ) {
     let mut last: Option<Instant> = None;
-    // The last pod in deletion order whose decode was asked for.
-    let mut announced: Option<Place> = None;
     loop {
         if terminated.lock().by_key.len() <= threshold {
             over.notified().await;
@@ -198,35 +175,13 @@ async fn collect_terminated(
         let at = next_beat(start, ctx.clock.instant(), last);
         ctx.clock.sleep_until(at).await;
         last = Some(at);
-        let (doomed, soon) = {
-            let t = terminated.lock();
-            (t.excess(threshold), t.upcoming(threshold, LOOKAHEAD))
-        };
+        let doomed = terminated.lock().excess(threshold);
         if doomed.is_empty() {
             continue;
         }
         // Upstream logs each pass at its default level; here a long
         // simulation would print one line per finished pod.
         tracing::debug!(pods = doomed.len(), "garbage collecting terminated pods");
-        // The stored pods these deletions read are decoded elsewhere
-        // meanwhile, and so are those of the next few passes: with pods
-        // finishing one by one, a pass mostly deletes one, which is
-        // wanted at once. The first of this pass is deleted at once:
-        // waiting for its decode elsewhere would take as long as decoding
-        // it here, unless an earlier pass announced it.
-        let keys: Vec<(&str, &str)> = doomed
-            .iter()
-            .skip(1)
-            .chain(soon.iter())
-            .filter(|(p, _)| announced.as_ref().is_none_or(|a| p > a))
-            .map(|(p, _)| (p.namespace.as_str(), p.name.as_str()))
-            .collect();
-        if !keys.is_empty() {
-            ctx.api.expect_writes(&pods_ref(), &keys);
-        }
-        if let Some((last, _)) = soon.last().or(doomed.last()) {
-            announced = Some(last.clone());
-        }
         for (p, terminal) in doomed {
             fail_and_delete(ctx, &p.namespace, &p.name, terminal, None).await;
         }

@@ -22,9 +22,7 @@ pub use managed_fields::ManagedEntry;
 pub use strategy::{
     list_map_keys, list_strategy, list_type, map_is_atomic, patch_merge_key, ListStrategy, ListType,
 };
-pub use track::{
-    entries as managed_entries, track as track_update, track_if_changed as track_update_if_changed,
-};
+pub use track::{track as track_update, track_if_changed as track_update_if_changed};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {

@@ -51,7 +51,6 @@ pub fn track(
     let old = Old {
         obj: old,
         managed: None,
-        entries: None,
     };
     record(resource, old, new, cmp, manager, subresource, now);
 }
@@ -62,14 +61,12 @@ pub fn track(
 /// as `patch::track_update_if_changed`.
 ///
 /// `old_managed` is `old`'s managedFields as JSON text when `old` was
-/// decoded with the list apart, holding `null` in its place, and
-/// `old_entries` that text's [`entries`] when they were parsed already.
+/// decoded with the list apart, holding `null` in its place.
 #[allow(clippy::too_many_arguments)]
 pub fn track_if_changed(
     resource: &ResourceInfo,
     old: &Value,
     old_managed: Option<&RawValue>,
-    old_entries: Option<Vec<Value>>,
     new: &mut Value,
     manager: &str,
     subresource: Option<&str>,
@@ -89,25 +86,22 @@ pub fn track_if_changed(
         let old = Old {
             obj: Some(old),
             managed: old_managed,
-            entries: old_entries,
         };
         record(resource, old, new, cmp, manager, subresource, now);
     }
 }
 
 /// The entries of a managedFields list kept apart as JSON text (none when
-/// it does not parse): what tracking reads of it. A thread that decodes
-/// stored objects ahead of their writes may parse them ahead too.
-pub fn entries(text: &RawValue) -> Vec<Value> {
+/// it does not parse): what tracking reads of it.
+fn entries(text: &RawValue) -> Vec<Value> {
     serde_json::from_str(text.get()).unwrap_or_default()
 }
 
 /// The object before a write, and its managedFields text when it was
-/// decoded apart (with the text's entries, if parsed already).
+/// decoded apart.
 struct Old<'a> {
     obj: Option<&'a Value>,
     managed: Option<&'a RawValue>,
-    entries: Option<Vec<Value>>,
 }
 
 impl<'a> Old<'a> {
@@ -115,12 +109,7 @@ impl<'a> Old<'a> {
     fn entries(self) -> Vec<Cow<'a, Value>> {
         let placeholder = self.obj.is_some_and(managed_fields::holds_placeholder);
         match self.managed {
-            Some(text) if placeholder => self
-                .entries
-                .unwrap_or_else(|| entries(text))
-                .into_iter()
-                .map(Cow::Owned)
-                .collect(),
+            Some(text) if placeholder => entries(text).into_iter().map(Cow::Owned).collect(),
             _ => self
                 .obj
                 .and_then(managed_fields::raw)

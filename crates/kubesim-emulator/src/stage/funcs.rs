@@ -1,9 +1,7 @@
 //! kwok's template functions (`Now`, `NodeIP`, `PodIPsWith`, `YAML`, ...)
 //! for the Go templates of Stage steps.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use kubesim_core::meta;
@@ -163,31 +161,25 @@ impl FuncContext {
     /// A pod's IPs: its node's for host-network pods, else one from each
     /// of the node's pod CIDRs (IPv4 ones; the fallback pool when none).
     pub fn pod_ips(&self, node: &str, host_network: bool, owner: &str) -> Vec<String> {
-        self.pod_ips_by(node, host_network, owner, IpPools::assign)
-    }
-
-    /// [`pod_ips`](Self::pod_ips), with `pick` handing out each address
-    /// (or only saying which it would).
-    fn pod_ips_by(&self, node: &str, host_network: bool, owner: &str, pick: Pick) -> Vec<String> {
         if host_network {
             return self.node_ips(node);
         }
         let mut ips: Vec<String> = self
             .pod_cidrs(node)
             .iter()
-            .filter_map(|c| pick(&self.pools, c, owner))
+            .filter_map(|c| self.pools.assign(c, owner))
             .map(|ip| ip.to_string())
             .collect();
         if ips.is_empty() {
-            ips.extend(pick(&self.pools, FALLBACK_POD_CIDR, owner).map(|ip| ip.to_string()));
+            ips.extend(
+                self.pools
+                    .assign(FALLBACK_POD_CIDR, owner)
+                    .map(|ip| ip.to_string()),
+            );
         }
         ips
     }
 }
-
-/// How a pod's address is picked from a pool: [`IpPools::assign`], or
-/// [`IpPools::peek`] for a guess.
-type Pick = fn(&IpPools, &str, &str) -> Option<Ipv4Addr>;
 
 /// The key a pod's addresses are held under: its uid, else its name.
 pub fn ip_owner(uid: &str, namespace: &str, name: &str) -> String {
@@ -207,9 +199,8 @@ fn strings(v: Vec<String>) -> Value {
 }
 
 /// kwok's functions whose answers depend on nothing but their arguments,
-/// the node's name, the time and the start time: a render made ahead of
-/// time may call these. None for any other name.
-fn known_ahead(
+/// the node's name, the time and the start time. None for any other name.
+fn plain(
     name: &str,
     args: &[Value],
     node: &str,
@@ -230,19 +221,8 @@ fn known_ahead(
 }
 
 /// kwok's functions that read other objects (a node's addresses) or hand
-/// addresses out: a render made ahead of time can only guess at them.
-const READING: [&str; 6] = [
-    "NodeIP",
-    "NodeIPWith",
-    "NodeIPsWith",
-    "PodIPWith",
-    "PodIPsWith",
-    "PodIP",
-];
-
-/// The answer of one of the [`READING`] functions, for an object on
-/// `node`, with `pick` handing out pod addresses. None for any other name.
-fn reading(ctx: &FuncContext, node: &str, name: &str, args: &[Value], pick: Pick) -> Option<Value> {
+/// addresses out, for an object on `node`. None for any other name.
+fn reading(ctx: &FuncContext, node: &str, name: &str, args: &[Value]) -> Option<Value> {
     let first = |v: Vec<String>| v.into_iter().next().map(Value::String).unwrap_or_default();
     Some(match name {
         "NodeIP" => first(ctx.node_ips(node)),
@@ -251,14 +231,14 @@ fn reading(ctx: &FuncContext, node: &str, name: &str, args: &[Value], pick: Pick
         "PodIPWith" | "PodIPsWith" => {
             let host = args.get(1).and_then(Value::as_bool).unwrap_or(false);
             let owner = ip_owner(arg_str(args, 2), arg_str(args, 4), arg_str(args, 3));
-            let ips = ctx.pod_ips_by(arg_str(args, 0), host, &owner, pick);
+            let ips = ctx.pod_ips(arg_str(args, 0), host, &owner);
             if name == "PodIPWith" {
                 first(ips)
             } else {
                 strings(ips)
             }
         }
-        "PodIP" => first(ctx.pod_ips_by(node, false, &ctx.clock.now().to_string(), pick)),
+        "PodIP" => first(ctx.pod_ips(node, false, &ctx.clock.now().to_string())),
         _ => return None,
     })
 }
@@ -267,64 +247,8 @@ impl Funcs for KwokFuncs<'_> {
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         let ctx = self.ctx;
         let now = || meta::format_time(ctx.clock.now());
-        known_ahead(name, args, self.node, now, &ctx.start_time)
-            .or_else(|| reading(ctx, self.node, name, args, IpPools::assign).map(Ok))
-    }
-}
-
-/// The functions for a render made ahead of time, as it would be made at
-/// `now`: kwok's functions of the object, its node's name and the time
-/// answer exactly; the `READING` ones answer with a guess from what
-/// `guess_from` holds now (or fail without it), and each guess is kept,
-/// for the render to be checked against when due.
-pub struct AheadFuncs {
-    pub node: String,
-    /// `Now`, as formatted.
-    pub now: String,
-    pub start_time: String,
-    pub guess_from: Option<Arc<FuncContext>>,
-    pub guessed: RefCell<Vec<Guess>>,
-}
-
-/// A call of one of the `READING` functions by a render made ahead of
-/// time, with the answer guessed for it.
-#[derive(Debug)]
-pub struct Guess {
-    name: String,
-    args: Vec<Value>,
-    answer: Value,
-}
-
-impl Guess {
-    /// Whether the function, called when due, gives the answer guessed.
-    /// The call hands out what the render made then would: checking a
-    /// render's guesses in order, up to the first that fails, does what
-    /// the render would have done up to there, and each of these
-    /// functions answers an owner the same when asked again.
-    pub fn holds(&self, due: &KwokFuncs) -> bool {
-        matches!(due.call(&self.name, &self.args), Some(Ok(v)) if v == self.answer)
-    }
-}
-
-impl Funcs for AheadFuncs {
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
-        let now = || self.now.clone();
-        if let Some(answer) = known_ahead(name, args, &self.node, now, &self.start_time) {
-            return Some(answer);
-        }
-        if !READING.contains(&name) {
-            return None;
-        }
-        let Some(ctx) = &self.guess_from else {
-            return Some(Err(format!("{name} is not known ahead of time")));
-        };
-        let answer = reading(ctx, &self.node, name, args, IpPools::peek)?;
-        self.guessed.borrow_mut().push(Guess {
-            name: name.to_string(),
-            args: args.to_vec(),
-            answer: answer.clone(),
-        });
-        Some(Ok(answer))
+        plain(name, args, self.node, now, &ctx.start_time)
+            .or_else(|| reading(ctx, self.node, name, args).map(Ok))
     }
 }
 
@@ -402,107 +326,5 @@ mod tests {
         );
         assert_eq!(call("NodeConditions", &[]).as_array().unwrap().len(), 5);
         assert_eq!(call("Now", &[]), json!("2026-01-01T00:00:00Z"));
-    }
-
-    #[test]
-    fn ahead_of_time_only_the_functions_of_the_object_node_name_and_time_answer() {
-        let c = ctx(vec![json!({"metadata": {"name": "n1"},
-            "status": {"addresses": [{"type": "InternalIP", "address": "172.16.0.9"}]}})]);
-        let due = KwokFuncs {
-            ctx: &c,
-            node: "n1",
-        };
-        let ahead = AheadFuncs {
-            node: "n1".into(),
-            now: "2026-01-01T00:00:00Z".into(),
-            start_time: c.start_time.clone(),
-            guess_from: None,
-            guessed: RefCell::default(),
-        };
-        let args = [json!({"cpu": "1"}), json!(2)];
-        for name in [
-            "Now",
-            "StartTime",
-            "Version",
-            "Quote",
-            "YAML",
-            "NodeConditions",
-            "NodeName",
-            "NodePort",
-        ] {
-            assert_eq!(ahead.call(name, &args), due.call(name, &args), "{name}");
-            assert!(due.call(name, &args).unwrap().is_ok(), "{name}");
-        }
-        for name in READING {
-            assert!(due.call(name, &[json!("n1")]).is_some(), "{name}");
-            assert!(ahead.call(name, &[json!("n1")]).unwrap().is_err(), "{name}");
-        }
-        // Names kwok does not define are left to the built-ins by both.
-        assert!(ahead.call("list", &[]).is_none());
-        assert!(due.call("list", &[]).is_none());
-    }
-
-    #[test]
-    fn guesses_at_addresses_hold_while_nothing_changes_and_hand_out_what_a_render_when_due_would() {
-        let node = json!({"metadata": {"name": "n1"}, "spec": {"podCIDR": "10.128.3.0/24"},
-            "status": {"addresses": [{"type": "InternalIP", "address": "172.16.0.9"}]}});
-        let c = Arc::new(ctx(vec![node]));
-        let ahead = AheadFuncs {
-            node: "n1".into(),
-            now: "2026-01-01T00:00:00Z".into(),
-            start_time: c.start_time.clone(),
-            guess_from: Some(c.clone()),
-            guessed: RefCell::default(),
-        };
-        let pod = |uid: &str| {
-            [
-                json!("n1"),
-                json!(false),
-                json!(uid),
-                json!("p"),
-                json!("ns"),
-            ]
-        };
-        assert_eq!(ahead.call("NodeIP", &[]).unwrap(), Ok(json!("172.16.0.9")));
-        assert_eq!(
-            ahead.call("PodIPsWith", &pod("uid-1")).unwrap(),
-            Ok(json!(["10.128.3.2"]))
-        );
-        let guessed = ahead.guessed.into_inner();
-        assert_eq!(guessed.len(), 2);
-        // A guess hands nothing out: the address is still free.
-        assert_eq!(
-            c.pools.peek("10.128.3.0/24", "other").unwrap().to_string(),
-            "10.128.3.2"
-        );
-        let due = KwokFuncs {
-            ctx: &c,
-            node: "n1",
-        };
-        assert!(guessed.iter().all(|g| g.holds(&due)));
-        // Checking handed the address out, as the render when due would.
-        assert_eq!(
-            due.call("PodIPsWith", &pod("uid-1")).unwrap(),
-            Ok(json!(["10.128.3.2"]))
-        );
-        assert_eq!(
-            due.call("PodIPsWith", &pod("uid-2")).unwrap(),
-            Ok(json!(["10.128.3.3"]))
-        );
-
-        // Another pod took the address guessed meanwhile: the guess fails.
-        let ahead = AheadFuncs {
-            guess_from: Some(c.clone()),
-            guessed: RefCell::default(),
-            ..ahead
-        };
-        assert_eq!(
-            ahead.call("PodIPWith", &pod("uid-4")).unwrap(),
-            Ok(json!("10.128.3.4"))
-        );
-        due.call("PodIPWith", &pod("uid-3")).unwrap().unwrap();
-        assert!(ahead.call("Nope", &[]).is_none());
-        let guessed = ahead.guessed.into_inner();
-        assert!(!guessed[0].holds(&due));
     }
 }

@@ -32,16 +32,6 @@ impl IpPools {
     /// The address `owner` holds in `cidr`, allocating one if it has none.
     /// None when the CIDR is not IPv4 or is full.
     pub fn assign(&self, cidr: &str, owner: &str) -> Option<Ipv4Addr> {
-        self.find(cidr, owner, true)
-    }
-
-    /// The address [`assign`](Self::assign) would give `owner` now,
-    /// allocating nothing.
-    pub fn peek(&self, cidr: &str, owner: &str) -> Option<Ipv4Addr> {
-        self.find(cidr, owner, false)
-    }
-
-    fn find(&self, cidr: &str, owner: &str, allocate: bool) -> Option<Ipv4Addr> {
         let net = Net::parse(cidr).ok()?;
         let size = 1u64 << (32 - net.prefix);
         let mut pools = self.pools.lock();
@@ -64,12 +54,10 @@ impl IpPools {
         let off = (0..span)
             .map(|i| FIRST_HOST + (start - FIRST_HOST + i) % span)
             .find(|o| !pool.used.contains_key(o))?;
-        if allocate {
-            let pool = pools.entry(key).or_default();
-            pool.used.insert(off, owner.to_string());
-            pool.by_owner.insert(owner.to_string(), off);
-            pool.next = off + 1;
-        }
+        let pool = pools.entry(key).or_default();
+        pool.used.insert(off, owner.to_string());
+        pool.by_owner.insert(owner.to_string(), off);
+        pool.next = off + 1;
         net.host(off)
     }
 
@@ -135,18 +123,5 @@ mod tests {
             p.assign("10.0.0.0/30", "b").unwrap().to_string(),
             "10.0.0.2"
         );
-    }
-
-    #[test]
-    fn a_peek_answers_as_the_next_assign_and_allocates_nothing() {
-        let p = IpPools::default();
-        let cidr = "10.0.1.0/24";
-        assert_eq!(p.peek(cidr, "a").unwrap().to_string(), "10.0.1.2");
-        assert_eq!(p.peek(cidr, "b").unwrap().to_string(), "10.0.1.2");
-        assert_eq!(p.assign(cidr, "b").unwrap().to_string(), "10.0.1.2");
-        assert_eq!(p.peek(cidr, "b").unwrap().to_string(), "10.0.1.2");
-        assert_eq!(p.peek(cidr, "a").unwrap().to_string(), "10.0.1.3");
-        assert_eq!(p.assign(cidr, "a").unwrap().to_string(), "10.0.1.3");
-        assert!(p.peek("10.0.0.0/31", "a").is_none());
     }
 }

@@ -9,20 +9,19 @@ use std::time::Duration;
 
 use kubesim_core::{meta, ApiError, Registry};
 use kubesim_runtime::{
-    retryable, run_workers, Ahead, Api, Cache, Change, Clock, EventRecorder, ObjectKey, Promise,
-    Requeue, Rng, WorkQueue,
+    retryable, run_workers, Api, Cache, Change, Clock, EventRecorder, ObjectKey, Requeue, Rng,
+    WorkQueue,
 };
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::funcs::{ip_owner, AheadFuncs, FuncContext, Guess, KwokFuncs};
+use super::funcs::{ip_owner, FuncContext, KwokFuncs};
 use super::jq::Input;
 use super::resolve::Target;
 use super::select::choose;
-use super::spec::{Patch, Stage, Step};
-use super::steps::{lean, patch_body, patch_options, Failed, Outcome, Rendered, Steps};
-use super::window::{Place, Window};
+use super::spec::{Stage, Step};
+use super::steps::{Failed, Outcome, Steps};
 use crate::apate::{fail_creation, Faults, Gate, PodAction};
 use crate::managed::NodeSelector;
 
@@ -41,10 +40,6 @@ pub struct Shared {
     pub selector: NodeSelector,
     pub funcs: Arc<FuncContext>,
     pub registry: Registry,
-    /// Where a stage's first patch is rendered ahead of its job.
-    pub ahead: Option<Ahead>,
-    /// Waiting jobs rendered ahead at most (see `window`).
-    pub rendered_ahead: usize,
     /// Concurrent step runners for pods, and for nodes.
     pub pod_parallelism: usize,
     pub node_parallelism: usize,
@@ -63,110 +58,10 @@ struct Job {
     /// The object as the informer showed it at `rv`, already decoded, for
     /// a job due at once: reading it back from the cache would decode its
     /// bytes again. A job that waits (a running pod waits for its
-    /// completion) has it from its render ahead, read then by the helper
-    /// thread, or reads it back when due: held for the whole wait, the
+    /// completion) reads it back when due: held for the whole wait, the
     /// decoded pods of a busy cluster were the largest part of the
     /// process's memory.
     obj: Option<Arc<Value>>,
-    /// The stage's first patch rendered ahead for the object at `rv`,
-    /// when due.
-    rendered: Option<Arc<RenderedAhead>>,
-}
-
-/// A stage's first patch as rendered ahead, on another thread, for the
-/// object a job was planned for and the time it is due at: the same
-/// render a kubelet makes then, if it acts then, on that object, for that
-/// node, and the functions that read other objects answer then as they
-/// were guessed to.
-struct RenderedAhead {
-    node: String,
-    now: String,
-    made: Mutex<Made>,
-    /// Its place in the window, held as long as the render is.
-    _place: Place,
-}
-
-/// Where a render ahead stands.
-enum Made {
-    Promised(Promise<MadeAhead>),
-    Ready(MadeAhead),
-    /// Taken, or never begun.
-    Gone,
-}
-
-/// A render made ahead.
-struct MadeAhead {
-    /// The object it was made from: the job's, when it is due, without a
-    /// decode on the busy thread. None when it had changed.
-    obj: Option<Arc<Value>>,
-    body: Result<Rendered, String>,
-    /// What the render rests on.
-    guesses: Vec<Guess>,
-}
-
-/// The object a render ahead is made from.
-enum Source {
-    /// At hand, decoded.
-    Decoded(Arc<Value>),
-    /// In the cache, at the job's version: read on the helper thread, so
-    /// that a job deferred by the window costs the busy thread no decode.
-    Cached {
-        cache: Arc<Cache>,
-        key: ObjectKey,
-        rv: String,
-    },
-}
-
-impl Source {
-    /// The object, if still at the version the job was planned for.
-    fn object(self) -> Option<Arc<Value>> {
-        match self {
-            Source::Decoded(obj) => Some(obj),
-            Source::Cached { cache, key, rv } => cache
-                .get(&key.namespace, &key.name)
-                .filter(|o| meta::resource_version(o) == rv),
-        }
-    }
-}
-
-impl RenderedAhead {
-    /// What the helper made, once it has (waiting if it is making it);
-    /// work it has not begun is dropped, left to the caller.
-    fn settle(made: &mut Made) {
-        *made = match std::mem::replace(made, Made::Gone) {
-            Made::Promised(p) => p.try_get().map_or(Made::Gone, Made::Ready),
-            other => other,
-        };
-    }
-
-    /// The object the render was made from, if the helper read it.
-    fn object(&self) -> Option<Arc<Value>> {
-        let mut made = self.made.lock();
-        Self::settle(&mut made);
-        match &*made {
-            Made::Ready(m) => m.obj.clone(),
-            _ => None,
-        }
-    }
-
-    /// The render, if it was made for `due`'s node at `now`, is ready (or
-    /// being made) and its guesses hold; None leaves it to the caller.
-    /// Checking the guesses calls their functions as the render when due
-    /// would, so that render may still be made after a failed check.
-    fn take(&self, due: &KwokFuncs, now: &str) -> Option<Rendered> {
-        if self.node != due.node || self.now != now {
-            return None;
-        }
-        let mut made = self.made.lock();
-        Self::settle(&mut made);
-        let Made::Ready(m) = std::mem::replace(&mut *made, Made::Gone) else {
-            return None;
-        };
-        m.guesses
-            .iter()
-            .all(|g| g.holds(due))
-            .then_some(m.body.ok()?)
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +79,6 @@ pub struct Lifecycle {
     stages: RwLock<Arc<Vec<Arc<Stage>>>>,
     pending: Mutex<BTreeMap<ObjectKey, Job>>,
     queue: Arc<WorkQueue<ObjectKey>>,
-    window: Window,
 }
 
 impl Lifecycle {
@@ -198,7 +92,6 @@ impl Lifecycle {
             _ => Kind::Other,
         };
         let queue = WorkQueue::new(shared.clock.clone());
-        let window = Window::new(shared.rendered_ahead);
         Arc::new(Lifecycle {
             shared,
             target,
@@ -207,7 +100,6 @@ impl Lifecycle {
             stages: RwLock::new(Arc::new(Vec::new())),
             pending: Mutex::new(BTreeMap::new()),
             queue,
-            window,
         })
     }
 
@@ -215,7 +107,6 @@ impl Lifecycle {
     pub fn set_stages(&self, stages: Vec<Arc<Stage>>) {
         *self.stages.write() = Arc::new(stages);
         self.pending.lock().clear();
-        self.window.clear();
         for obj in self.cache.list() {
             self.plan(&obj, Some(&obj));
         }
@@ -282,9 +173,9 @@ impl Lifecycle {
     /// [`consider`](Self::consider); `cached` is the object as the cache
     /// holds it, when the caller has it.
     fn plan(&self, obj: &Value, cached: Option<&Arc<Value>>) {
-        let Some(node) = self.kubelet_node(obj) else {
+        if self.kubelet_node(obj).is_none() {
             return;
-        };
+        }
         let key = ObjectKey::of(obj);
         let rv = meta::resource_version(obj);
         if self.pending.lock().get(&key).is_some_and(|j| j.rv == rv) {
@@ -299,19 +190,6 @@ impl Lifecycle {
             .delay
             .compute(&input, self.shared.clock.now(), &self.shared.rng);
         let due = self.shared.clock.instant() + delay;
-        let rendered = match cached {
-            Some(obj) if self.renders_ahead(&stage, delay) => match self.window.place() {
-                Some(place) => {
-                    let source = Source::Decoded(obj.clone());
-                    self.render_ahead(&stage, node, source, due, place)
-                }
-                None => {
-                    self.window.defer(due, key.clone(), node);
-                    None
-                }
-            },
-            _ => None,
-        };
         let job = Job {
             rv: rv.to_string(),
             stage,
@@ -319,102 +197,9 @@ impl Lifecycle {
             step: 0,
             latency_paid: false,
             obj: cached.filter(|_| delay.is_zero()).cloned(),
-            rendered,
         };
         self.pending.lock().insert(key.clone(), job);
         self.queue.add_after(key, delay);
-        self.refill();
-    }
-
-    /// Whether a job of `stage` due after `delay` is worth a render ahead:
-    /// it waits, and its stage starts with a patch. (A render for a stage
-    /// due at once was found to be still in the making when due, so it
-    /// only took the helper from other work.)
-    fn renders_ahead(&self, stage: &Stage, delay: Duration) -> bool {
-        self.shared.ahead.is_some() && !delay.is_zero() && first_patch(stage).is_some()
-    }
-
-    /// Renders ahead for the deferred jobs due soonest, while the window
-    /// has room.
-    fn refill(&self) {
-        if self.shared.ahead.is_none() {
-            return;
-        }
-        let now = self.shared.clock.instant();
-        while let Some((due, key, node, place)) = self.window.next() {
-            if due <= now {
-                continue;
-            }
-            let mut pending = self.pending.lock();
-            // The entry is stale if the job was replaced, ran or is gone.
-            let Some(job) = pending
-                .get_mut(&key)
-                .filter(|j| j.due == due && j.step == 0 && j.rendered.is_none())
-            else {
-                continue;
-            };
-            let source = Source::Cached {
-                cache: self.cache.clone(),
-                key: key.clone(),
-                rv: job.rv.clone(),
-            };
-            job.rendered = self.render_ahead(&job.stage, &node, source, due, place);
-        }
-    }
-
-    /// Renders the first patch of `stage` on the helper thread, as it will
-    /// render at `due`, for `node`'s kubelet: most stages that wait (a pod
-    /// starting after its delay, running for its duration) come to one
-    /// patch, whose render is then off this thread.
-    fn render_ahead(
-        &self,
-        stage: &Arc<Stage>,
-        node: &str,
-        source: Source,
-        due: Instant,
-        place: Place,
-    ) -> Option<Arc<RenderedAhead>> {
-        let ahead = self.shared.ahead.as_ref()?;
-        let at = self.shared.clock.at(due);
-        let funcs = AheadFuncs {
-            node: node.to_string(),
-            now: meta::format_time(at),
-            start_time: self.shared.funcs.start_time.clone(),
-            guess_from: Some(self.shared.funcs.clone()),
-            guessed: Default::default(),
-        };
-        let (node, now) = (funcs.node.clone(), funcs.now.clone());
-        let stage = stage.clone();
-        let (api, resource) = (self.shared.api.clone(), self.target.resource.clone());
-        let body = ahead.spawn(move || {
-            let (Some((i, p)), Some(obj)) = (first_patch(&stage), source.object()) else {
-                return MadeAhead {
-                    obj: None,
-                    body: Err("nothing to render ahead".into()),
-                    guesses: Vec::new(),
-                };
-            };
-            let body = patch_body(&stage, p, &obj, &funcs);
-            // The server may prepare the update too; it checks when the
-            // patch comes that it is this one, and the object unchanged.
-            if let Ok(Some((kind, body))) = &body {
-                let opts = patch_options(lean(&stage, i));
-                let (ns, name) = (meta::namespace(&obj), meta::name(&obj));
-                let sub = p.subresource.as_deref();
-                api.patch_ahead(&resource, ns, name, *kind, body, sub, &opts, &funcs.now);
-            }
-            MadeAhead {
-                obj: Some(obj),
-                body,
-                guesses: funcs.guessed.into_inner(),
-            }
-        });
-        Some(Arc::new(RenderedAhead {
-            node,
-            now,
-            made: Mutex::new(Made::Promised(body)),
-            _place: place,
-        }))
     }
 
     pub async fn run(self: Arc<Self>) {
@@ -468,11 +253,8 @@ impl Lifecycle {
             self.cache.resource_version(&key.namespace, &key.name) == Some(job.rv.clone())
                 && meta::resource_version(o) == job.rv
         };
-        // A job due at once holds its object; one that waited may have it
-        // from its render ahead.
-        let ahead = job.rendered.as_ref().filter(|_| job.step == 0);
-        let read_ahead = ahead.and_then(|r| r.object());
-        let obj = match job.obj.as_ref().or(read_ahead.as_ref()).filter(unchanged) {
+        // A job due at once holds its object; one that waited reads it.
+        let obj = match job.obj.as_ref().filter(unchanged) {
             Some(o) => o.clone(),
             None => match self.cache.get(&key.namespace, &key.name) {
                 Some(o) => o,
@@ -525,11 +307,7 @@ impl Lifecycle {
             target: &self.target,
             registry: &self.shared.registry,
         };
-        // The render made ahead holds for the version it was made for.
-        let first = ahead
-            .filter(|_| meta::resource_version(&obj) == job.rv)
-            .and_then(|r| r.take(&steps.funcs, &meta::format_time(self.shared.clock.now())));
-        let ran = steps.run(&job.stage, &obj, job.step, first).await;
+        let ran = steps.run(&job.stage, &obj, job.step).await;
         match ran {
             Ok(outcome) => {
                 self.finish(&key, &job);
@@ -537,13 +315,6 @@ impl Lifecycle {
                 {
                     self.consider(&o);
                 }
-                // The object as the job saw it is often the last copy of
-                // that version: freed on the helper thread, when there is
-                // one.
-                if let Some(ahead) = &self.shared.ahead {
-                    ahead.drop_later((job, obj));
-                }
-                self.refill();
                 Ok(None)
             }
             Err(Failed { step, error }) => {
@@ -587,20 +358,6 @@ impl Lifecycle {
                 self.plan(&pod, Some(&pod));
             }
         }
-    }
-}
-
-/// The first step of `stage` when it is a patch or only events come
-/// before it: the patch a job starts with, on the object as planned.
-fn first_patch(stage: &Stage) -> Option<(usize, &Patch)> {
-    match stage
-        .steps
-        .iter()
-        .enumerate()
-        .find(|(_, s)| !matches!(s, Step::Event(_)))?
-    {
-        (i, Step::Patch(p)) => Some((i, p)),
-        _ => None,
     }
 }
 

@@ -14,11 +14,9 @@ mod resolve;
 mod select;
 pub mod spec;
 mod steps;
-mod window;
 
 pub use engine::{default_stage_objects, stage_objects_from_yaml, stages_resource};
 pub use explain::{explain, Planned};
 pub use lifecycle::Shared;
 pub use select::choose;
 pub use spec::Stage;
-pub use window::RENDERED_AHEAD;

@@ -41,7 +41,7 @@ pub struct Failed {
 
 /// Whether step `i` of `stage` is one whose written object nobody reads:
 /// the last, of a stage that does not go on to the next at once.
-pub(crate) fn lean(stage: &Stage, i: usize) -> bool {
+fn lean(stage: &Stage, i: usize) -> bool {
     i + 1 == stage.steps.len() && !stage.immediate_next_stage
 }
 
@@ -53,7 +53,7 @@ fn opts() -> WriteOptions {
 }
 
 /// The options of a patch step's request.
-pub(crate) fn patch_options(version_only: bool) -> WriteOptions {
+fn patch_options(version_only: bool) -> WriteOptions {
     WriteOptions {
         version_only,
         ..opts()
@@ -61,14 +61,12 @@ pub(crate) fn patch_options(version_only: bool) -> WriteOptions {
 }
 
 impl Steps<'_> {
-    /// Runs the steps of `stage` from index `from` on `obj`; `first` is
-    /// that step's patch as rendered ahead, if it was.
+    /// Runs the steps of `stage` from index `from` on `obj`.
     pub async fn run(
         &self,
         stage: &Stage,
         obj: &Arc<Value>,
         from: usize,
-        mut first: Option<Rendered>,
     ) -> Result<Outcome, Failed> {
         // Shared rather than copied: each write replaces it whole.
         let mut current: Arc<Value> = obj.clone();
@@ -125,10 +123,7 @@ impl Steps<'_> {
                         Err(e) => return Err(fail(e)),
                     }
                 }
-                Step::Patch(p) => match self
-                    .patch_step(stage, p, &current, lean(stage, i), first.take())
-                    .await
-                {
+                Step::Patch(p) => match self.patch_step(stage, p, &current, lean(stage, i)).await {
                     // Nothing reads what the last step wrote.
                     Ok(Some(_)) if lean(stage, i) => {}
                     Ok(Some(o)) => {
@@ -167,12 +162,8 @@ impl Steps<'_> {
         p: &Patch,
         obj: &Value,
         version_only: bool,
-        rendered: Option<Rendered>,
     ) -> Result<Option<Value>, ApiError> {
-        let rendered = match rendered {
-            Some(r) => r,
-            None => patch_body(stage, p, obj, &self.funcs).map_err(ApiError::bad_request)?,
-        };
+        let rendered = patch_body(stage, p, obj, &self.funcs).map_err(ApiError::bad_request)?;
         let Some((kind, body)) = rendered else {
             return Ok(None);
         };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use kubesim_runtime::{Ahead, Clock, ResourceRef, Rng, WriteOptions};
+use kubesim_runtime::{Clock, ResourceRef, Rng, WriteOptions};
 use kubesim_store::{MemStore, Options, Store};
 use serde_json::Value;
 
@@ -285,18 +285,14 @@ async fn run(setup: Setup, jobs: Vec<SimJob>, idle: kubesim_runtime::Idle) -> an
             ..Options::default()
         }))
     });
-    // Every component runs on this one thread; another core, if there is
-    // one, does work whose results are wanted later: decoding committed
-    // objects ahead of the writes that read them, rendering the patches of
-    // stages that wait and preparing their updates. (On one core its
-    // waiting for work would only take turns from this thread.)
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let ahead = (cores > 1).then(Ahead::start);
+    // Every component runs on this one thread. A helper thread that
+    // decoded stored objects and rendered Stage patches ahead on the other
+    // core made no member of the benchmark family faster and cost a third
+    // more CPU (docs/decisions/dropped-work-ahead.md).
     let cluster = kubesim_cluster::Cluster::bootstrap(kubesim_cluster::ClusterOptions {
         store,
         clock: clock.clone(),
         rng: rng.clone(),
-        ahead: ahead.clone(),
     })
     .await?;
     let server = cluster.server.clone();
@@ -357,7 +353,6 @@ async fn run(setup: Setup, jobs: Vec<SimJob>, idle: kubesim_runtime::Idle) -> an
                 // Only a scheduler outside the process reads CSINodes; the
                 // built-in one would be given writes that change nothing.
                 csi_nodes: setup.serve.is_some(),
-                ahead: ahead.clone(),
                 ..Default::default()
             }),
         })

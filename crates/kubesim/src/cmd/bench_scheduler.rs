@@ -61,7 +61,6 @@ async fn bench(nodes: usize, pods: usize, affinity: bool, deployment: bool) -> a
         store: Arc::new(MemStore::ephemeral(Options::default())),
         clock: clock.clone(),
         rng: Rng::seeded(1),
-        ahead: None,
     })
     .await?;
     let api = cluster.api("bench");

@@ -302,7 +302,6 @@ pub async fn start(args: &UpArgs) -> anyhow::Result<Started> {
         store: store.clone(),
         clock: Clock::wall(),
         rng: Rng::seeded(args.seed),
-        ahead: None,
     })
     .await?;
     let server = cluster.server.clone();
