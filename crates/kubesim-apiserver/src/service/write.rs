@@ -755,55 +755,54 @@ impl Server {
         }
         for _ in 0..MAX_RETRIES {
             let rec = self.get_record(resource, ns, name)?;
-            let committed = {
-                let (mut cur, mut managed) = decode_apart(&rec)?;
-                if reads_managed {
-                    super::restore_managed(&mut cur, managed.take().as_deref());
-                }
-                let proposed = mutate(&cur)?;
-                // A proposal with a list of its own (a client echoing
-                // the object it read) is compared with the stored list
-                // as a value: echoing it unchanged changes nothing.
-                if managed.is_some() && patch::managed_fields::raw(&proposed).is_some() {
-                    super::restore_managed(&mut cur, managed.take().as_deref());
-                }
-                let managed = managed.as_deref();
-                let rv = meta::resource_version(&proposed);
-                if !rv.is_empty() && rv != rec.rev.to_string() {
-                    return Err(ApiError::stale(&resource.plural, &resource.group, name));
-                }
-                let rng = self.rng.clone();
-                let new = self.prepare_update(
-                    resource,
-                    ns,
-                    name,
-                    &cur,
-                    managed,
-                    proposed,
-                    part,
-                    mgr,
-                    &self.now_string(),
-                    &mut move || rng.suffix(5),
-                )?;
-                let unchanged = same_object(&new, &cur);
-                if unchanged || opts.dry_run {
-                    // Nothing written: the current object, or what would
-                    // have been.
-                    let mut obj = if unchanged { cur } else { new };
-                    super::restore_managed(&mut obj, managed);
-                    return Ok(WriteResult {
-                        obj,
-                        created: false,
-                        warnings: Vec::new(),
-                    });
-                }
-                let was = || {
-                    super::restore_managed(&mut cur, managed);
-                    Ok(cur)
-                };
-                self.commit_answer(resource, ns, name, &rec, new, managed, opts, was)
-                    .await?
+            let (mut cur, mut managed) = decode_apart(&rec)?;
+            if reads_managed {
+                super::restore_managed(&mut cur, managed.take().as_deref());
+            }
+            let proposed = mutate(&cur)?;
+            // A proposal with a list of its own (a client echoing
+            // the object it read) is compared with the stored list
+            // as a value: echoing it unchanged changes nothing.
+            if managed.is_some() && patch::managed_fields::raw(&proposed).is_some() {
+                super::restore_managed(&mut cur, managed.take().as_deref());
+            }
+            let managed = managed.as_deref();
+            let rv = meta::resource_version(&proposed);
+            if !rv.is_empty() && rv != rec.rev.to_string() {
+                return Err(ApiError::stale(&resource.plural, &resource.group, name));
+            }
+            let rng = self.rng.clone();
+            let new = self.prepare_update(
+                resource,
+                ns,
+                name,
+                &cur,
+                managed,
+                proposed,
+                part,
+                mgr,
+                &self.now_string(),
+                &mut move || rng.suffix(5),
+            )?;
+            let unchanged = same_object(&new, &cur);
+            if unchanged || opts.dry_run {
+                // Nothing written: the current object, or what would
+                // have been.
+                let mut obj = if unchanged { cur } else { new };
+                super::restore_managed(&mut obj, managed);
+                return Ok(WriteResult {
+                    obj,
+                    created: false,
+                    warnings: Vec::new(),
+                });
+            }
+            let was = || {
+                super::restore_managed(&mut cur, managed);
+                Ok(cur)
             };
+            let committed = self
+                .commit_answer(resource, ns, name, &rec, new, managed, opts, was)
+                .await?;
             match committed {
                 Some(obj) => {
                     return Ok(WriteResult {

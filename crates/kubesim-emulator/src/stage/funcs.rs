@@ -198,57 +198,38 @@ fn strings(v: Vec<String>) -> Value {
     Value::Array(v.into_iter().map(Value::String).collect())
 }
 
-/// kwok's functions whose answers depend on nothing but their arguments,
-/// the node's name, the time and the start time. None for any other name.
-fn plain(
-    name: &str,
-    args: &[Value],
-    node: &str,
-    now: impl FnOnce() -> String,
-    start_time: &str,
-) -> Option<Result<Value, String>> {
-    Some(Ok(match name {
-        "Now" => Value::String(now()),
-        "StartTime" => Value::String(start_time.to_string()),
-        "Version" => Value::String(env!("CARGO_PKG_VERSION").into()),
-        "Quote" => kwok::quote(args.first().unwrap_or(&Value::Null)),
-        "YAML" => return Some(kwok::yaml(args)),
-        "NodeConditions" => kwok::node_conditions(),
-        "NodeName" => Value::String(node.to_string()),
-        "NodePort" => json!(KUBELET_PORT),
-        _ => return None,
-    }))
-}
-
-/// kwok's functions that read other objects (a node's addresses) or hand
-/// addresses out, for an object on `node`. None for any other name.
-fn reading(ctx: &FuncContext, node: &str, name: &str, args: &[Value]) -> Option<Value> {
-    let first = |v: Vec<String>| v.into_iter().next().map(Value::String).unwrap_or_default();
-    Some(match name {
-        "NodeIP" => first(ctx.node_ips(node)),
-        "NodeIPWith" => first(ctx.node_ips(arg_str(args, 0))),
-        "NodeIPsWith" => strings(ctx.node_ips(arg_str(args, 0))),
-        "PodIPWith" | "PodIPsWith" => {
-            let host = args.get(1).and_then(Value::as_bool).unwrap_or(false);
-            let owner = ip_owner(arg_str(args, 2), arg_str(args, 4), arg_str(args, 3));
-            let ips = ctx.pod_ips(arg_str(args, 0), host, &owner);
-            if name == "PodIPWith" {
-                first(ips)
-            } else {
-                strings(ips)
-            }
-        }
-        "PodIP" => first(ctx.pod_ips(node, false, &ctx.clock.now().to_string())),
-        _ => return None,
-    })
-}
-
+/// kwok's template functions, for an object on `node`: those of the
+/// node's name and the time, and those that read other objects (a node's
+/// addresses) or hand pod addresses out. None for any other name.
 impl Funcs for KwokFuncs<'_> {
     fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
-        let ctx = self.ctx;
-        let now = || meta::format_time(ctx.clock.now());
-        plain(name, args, self.node, now, &ctx.start_time)
-            .or_else(|| reading(ctx, self.node, name, args).map(Ok))
+        let (ctx, node) = (self.ctx, self.node);
+        let first = |v: Vec<String>| v.into_iter().next().map(Value::String).unwrap_or_default();
+        Some(Ok(match name {
+            "Now" => Value::String(meta::format_time(ctx.clock.now())),
+            "StartTime" => Value::String(ctx.start_time.clone()),
+            "Version" => Value::String(env!("CARGO_PKG_VERSION").into()),
+            "Quote" => kwok::quote(args.first().unwrap_or(&Value::Null)),
+            "YAML" => return Some(kwok::yaml(args)),
+            "NodeConditions" => kwok::node_conditions(),
+            "NodeName" => Value::String(node.to_string()),
+            "NodePort" => json!(KUBELET_PORT),
+            "NodeIP" => first(ctx.node_ips(node)),
+            "NodeIPWith" => first(ctx.node_ips(arg_str(args, 0))),
+            "NodeIPsWith" => strings(ctx.node_ips(arg_str(args, 0))),
+            "PodIPWith" | "PodIPsWith" => {
+                let host = args.get(1).and_then(Value::as_bool).unwrap_or(false);
+                let owner = ip_owner(arg_str(args, 2), arg_str(args, 4), arg_str(args, 3));
+                let ips = ctx.pod_ips(arg_str(args, 0), host, &owner);
+                if name == "PodIPWith" {
+                    first(ips)
+                } else {
+                    strings(ips)
+                }
+            }
+            "PodIP" => first(ctx.pod_ips(node, false, &ctx.clock.now().to_string())),
+            _ => return None,
+        }))
     }
 }
 
