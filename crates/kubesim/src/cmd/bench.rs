@@ -71,6 +71,15 @@ pub struct BenchArgs {
     /// of its own).
     #[arg(long, hide = true, requires = "family")]
     pub member_index: Option<usize>,
+    /// `simulate --family`: run each member this many times, round after
+    /// round, and print each one's median and range.
+    #[arg(long, default_value_t = 1, requires = "family")]
+    pub runs: usize,
+    /// `simulate --family`: another kubesim binary to compare with; each
+    /// run of a member is paired with a run of it by that binary, and the
+    /// table gives the ratio of each pair.
+    #[arg(long, value_name = "BINARY", requires = "family")]
+    pub against: Option<std::path::PathBuf>,
     /// `simulate`: terminated pods kept before the pod garbage collector
     /// deletes the oldest (0 keeps them all).
     #[arg(long, default_value_t = kubesim_controllers::podgc::DEFAULT_THRESHOLD)]

@@ -234,28 +234,46 @@ fn run_family(args: &BenchArgs) -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("no member {i} in the family"))?;
         return run_member(args, m);
     }
+    let chosen: Vec<usize> = family(args.jobs)
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| args.member.as_deref().is_none_or(|t| m.name.contains(t)))
+        .map(|(i, _)| i)
+        .collect();
+    // Each member in a process of its own: one run in the process of
+    // another ran up to 1.8 times slower (the KTH member at 10,000 jobs,
+    // 12.0-13.7 s after the others against 7.3 s alone), and its peak RSS
+    // was the allocator's high-water mark from the members before, not its
+    // own.
+    if args.runs > 1 || args.against.is_some() {
+        let row = |i: usize, exe: &std::path::Path| {
+            let text = member_row(args, i, exe)?;
+            text.lines()
+                .find_map(super::bench_family_runs::Row::parse)
+                .ok_or_else(|| anyhow::anyhow!("member {i} printed no row: {text}"))
+        };
+        return super::bench_family_runs::run(
+            args.jobs,
+            &chosen,
+            args.runs.max(1),
+            args.against.as_deref(),
+            &row,
+        );
+    }
     println!("simulate --family: {} jobs per member", args.jobs);
     println!("| member | nodes | wall s | CPU s | µs per job | simulated days | utilisation | peak RSS MiB |");
     println!("|---|---|---|---|---|---|---|---|");
-    let chosen = |m: &Member| args.member.as_deref().is_none_or(|t| m.name.contains(t));
-    for (i, _) in family(args.jobs)
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| chosen(m))
-    {
-        // Each member in a process of its own: one run in the process of
-        // another ran up to 1.8 times slower (the KTH member at 10,000
-        // jobs, 12.0-13.7 s after the others against 7.3 s alone), and
-        // its peak RSS was the allocator's high-water mark from the
-        // members before, not its own.
-        print!("{}", member_row(args, i)?);
+    let exe = std::env::current_exe()?;
+    for i in chosen {
+        print!("{}", member_row(args, i, &exe)?);
     }
     Ok(())
 }
 
-/// Member `i`'s row of the table, from a child process running it alone.
-fn member_row(args: &BenchArgs, i: usize) -> anyhow::Result<String> {
-    let out = std::process::Command::new(std::env::current_exe()?)
+/// Member `i`'s row of the table, from a child process of `exe` (this
+/// binary, or the one `--against` names) running it alone.
+fn member_row(args: &BenchArgs, i: usize, exe: &std::path::Path) -> anyhow::Result<String> {
+    let out = std::process::Command::new(exe)
         .args(["bench", "simulate", "--family", "--member-index"])
         .arg(i.to_string())
         .arg("--jobs")
@@ -263,7 +281,8 @@ fn member_row(args: &BenchArgs, i: usize) -> anyhow::Result<String> {
         .arg("--terminated-pod-gc-threshold")
         .arg(args.terminated_pod_gc_threshold.to_string())
         .stderr(std::process::Stdio::inherit())
-        .output()?;
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run {}: {e}", exe.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         anyhow::bail!("member {i} of the family failed ({})", out.status);

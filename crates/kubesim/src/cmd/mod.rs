@@ -3,6 +3,7 @@
 pub mod bench;
 mod bench_attach;
 pub mod bench_bringup;
+mod bench_family_runs;
 mod bench_hold;
 pub mod bench_load;
 pub mod bench_scheduler;
