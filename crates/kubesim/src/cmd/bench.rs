@@ -73,8 +73,9 @@ pub struct BenchArgs {
     pub member_index: Option<usize>,
     /// `simulate --family`: run each member this many times, round after
     /// round, and print each one's median and range.
-    #[arg(long, default_value_t = 1, requires = "family")]
-    pub runs: usize,
+    #[arg(long, default_value_t = 1, requires = "family",
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
     /// `simulate --family`: another kubesim binary to compare with; each
     /// run of a member is paired with a run of it by that binary, and the
     /// table gives the ratio of each pair.

@@ -71,7 +71,7 @@ fn spread(v: &[f64], digits: usize) -> String {
 pub(super) fn run(
     jobs: usize,
     chosen: &[usize],
-    runs: usize,
+    runs: u32,
     against: Option<&Path>,
     row: &dyn Fn(usize, &Path) -> anyhow::Result<Row>,
 ) -> anyhow::Result<()> {
@@ -104,20 +104,22 @@ pub(super) fn run(
     Ok(())
 }
 
-fn walls(rows: &[Row]) -> Vec<f64> {
-    rows.iter().map(|r| r.wall).collect()
+/// The header of the family's table, one row a member.
+pub(super) const HEADER: &str = "| member | nodes | wall s | CPU s | µs per job | simulated days | utilisation | peak RSS MiB |\n|---|---|---|---|---|---|---|---|";
+
+/// One figure of each of `rows`.
+fn column(rows: &[Row], figure: fn(&Row) -> f64) -> Vec<f64> {
+    rows.iter().map(figure).collect()
 }
 
 fn print_runs(jobs: usize, rows: &[(Vec<Row>, Vec<Row>)]) {
-    println!("| member | nodes | wall s | CPU s | µs per job | simulated days | utilisation | peak RSS MiB |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("{HEADER}");
     let mut medians = Vec::new();
     for (mine, _) in rows {
         let Some(first) = mine.first() else { continue };
-        let wall = walls(mine);
+        let wall = column(mine, |r| r.wall);
         medians.push(median(&wall));
-        let cpu: Vec<f64> = mine.iter().map(|r| r.cpu).collect();
-        let rss: Vec<f64> = mine.iter().map(|r| r.rss_mib).collect();
+        let (cpu, rss) = (column(mine, |r| r.cpu), column(mine, |r| r.rss_mib));
         println!(
             "| {} | {} | {} | {:.1} | {:.0} | {} | {} | {} |",
             first.name,
@@ -147,10 +149,10 @@ fn print_pairs(other: &Path, rows: &[(Vec<Row>, Vec<Row>)]) {
             .map(|(a, b)| b.wall / a.wall)
             .collect();
         all_ratios.extend(&ratios);
-        let (a, b) = (walls(mine), walls(theirs));
+        let (a, b) = (column(mine, |r| r.wall), column(theirs, |r| r.wall));
         mine_medians.push(median(&a));
         other_medians.push(median(&b));
-        let rss = |r: &[Row]| median(&r.iter().map(|x| x.rss_mib).collect::<Vec<_>>());
+        let rss = |r: &[Row]| median(&column(r, |x| x.rss_mib));
         println!(
             "| {} | {} | {} | {} | {:.0} / {:.0} |",
             first.name,

@@ -255,14 +255,13 @@ fn run_family(args: &BenchArgs) -> anyhow::Result<()> {
         return super::bench_family_runs::run(
             args.jobs,
             &chosen,
-            args.runs.max(1),
+            args.runs,
             args.against.as_deref(),
             &row,
         );
     }
     println!("simulate --family: {} jobs per member", args.jobs);
-    println!("| member | nodes | wall s | CPU s | µs per job | simulated days | utilisation | peak RSS MiB |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("{}", super::bench_family_runs::HEADER);
     let exe = std::env::current_exe()?;
     for i in chosen {
         print!("{}", member_row(args, i, &exe)?);
