@@ -283,7 +283,7 @@ impl Server {
                     &crate::service::object_key(&pods, ns, name),
                 )
                 .is_some_and(|rec| {
-                    crate::service::attrs::lookup(&rec.attrs, false, "spec.nodeName") == Some(node)
+                    crate::service::attrs::field(&pods, &rec.attrs, "spec.nodeName") == Some(node)
                 });
         }
         let direct = self
@@ -309,7 +309,7 @@ impl Server {
             .range(std::sync::Arc::<str>::from(prefix.as_str())..)
             .take_while(|(k, _)| k.starts_with(prefix.as_str()))
             .filter(|(_, rec)| {
-                crate::service::attrs::lookup(&rec.attrs, false, "spec.nodeName") == Some(node)
+                crate::service::attrs::field(&pods, &rec.attrs, "spec.nodeName") == Some(node)
             })
             .filter_map(|(_, rec)| serde_json::from_slice::<Value>(&rec.bytes).ok())
             .collect()

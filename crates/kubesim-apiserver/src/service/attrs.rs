@@ -1,10 +1,14 @@
 //! Index attributes kept beside each stored object: its selectable field
 //! values and its labels, so list and watch filter without parsing.
 //!
-//! Layout: `[field, value, field, value, ..., "", label, value, ...]`.
-//! Field names are never empty, so the empty string separates the halves.
+//! Layout: `[value, value, ..., label, value, label, value, ...]`: first
+//! the value of each indexed field, in the order `field_values` gives
+//! them (the names are the resource's, so a record need not repeat them:
+//! an Event's names were two thirds of its index), then the labels.
 
-use kubesim_core::selector::{field_values, FieldSelector, LabelSelector};
+use kubesim_core::selector::{
+    field_values, indexed_count, indexed_slot, FieldSelector, LabelSelector,
+};
 use kubesim_core::ResourceInfo;
 use kubesim_store::Attrs;
 use serde_json::Value;
@@ -23,41 +27,53 @@ pub fn compute(resource: &ResourceInfo, obj: &Value) -> Attrs {
         .collect();
     // Keys of one map are distinct, so this is the BTreeMap's order.
     labels.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let fields = fields.iter().flat_map(|(f, v)| [*f, v.as_ref()]);
+    let fields = fields.iter().map(|(_, v)| v.as_ref());
     let labels = labels.iter().flat_map(|(k, v)| [*k, *v]);
-    Attrs::new(fields.chain([""]).chain(labels))
+    Attrs::new(fields.chain(labels))
 }
 
-/// The value of field `key` (`labels` false) or of label `key` (true).
-pub(crate) fn lookup<'a>(attrs: &'a Attrs, labels: bool, key: &str) -> Option<&'a str> {
-    let mut it = attrs.iter();
-    let mut in_labels = false;
-    while let Some(k) = it.next() {
-        // Only a field-name slot can hold the separator: a field's value
-        // may itself be empty (an unscheduled pod's spec.nodeName).
-        if k.is_empty() && !in_labels {
-            if !labels {
-                return None;
-            }
-            in_labels = true;
-            continue;
-        }
-        let v = it.next()?;
-        if in_labels == labels && k == key {
+/// The value of the indexed field `key` of a `resource` object.
+pub(crate) fn field<'a>(resource: &ResourceInfo, attrs: &'a Attrs, key: &str) -> Option<&'a str> {
+    attrs.iter().nth(indexed_slot(resource, key)?)
+}
+
+/// The value of the label `key`, past the `fields` field values.
+fn label<'a>(fields: usize, attrs: &'a Attrs, key: &str) -> Option<&'a str> {
+    let mut it = attrs.iter().skip(fields);
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        if k == key {
             return Some(v);
         }
     }
     None
 }
 
-/// What a list or watch asks for.
+/// What a list or watch asks for, of one resource's objects.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     pub labels: LabelSelector,
     pub fields: FieldSelector,
+    /// Where each field the selector names sits in a record's index, and
+    /// how many field values come before the labels.
+    slots: Vec<(String, usize)>,
+    indexed: usize,
 }
 
 impl Filter {
+    pub fn new(resource: &ResourceInfo, labels: LabelSelector, fields: FieldSelector) -> Self {
+        let slots = fields
+            .requirements
+            .iter()
+            .filter_map(|r| Some((r.field.clone(), indexed_slot(resource, &r.field)?)))
+            .collect();
+        Filter {
+            labels,
+            fields,
+            slots,
+            indexed: indexed_count(resource),
+        }
+    }
+
     pub fn is_everything(&self) -> bool {
         self.labels.is_empty() && self.fields.is_empty()
     }
@@ -66,8 +82,11 @@ impl Filter {
         if self.is_everything() {
             return true;
         }
-        self.fields.matches(&|f| lookup(attrs, false, f))
-            && self.labels.matches(&|k| lookup(attrs, true, k))
+        let field = |f: &str| {
+            let (_, slot) = self.slots.iter().find(|(name, _)| name == f)?;
+            attrs.iter().nth(*slot)
+        };
+        self.fields.matches(&field) && self.labels.matches(&|k| label(self.indexed, attrs, k))
     }
 }
 
@@ -75,27 +94,72 @@ impl Filter {
 mod tests {
     use super::*;
 
+    fn res(group: &str, version: &str, plural: &str) -> std::sync::Arc<ResourceInfo> {
+        kubesim_core::Registry::new()
+            .get(group, version, plural)
+            .expect("built in")
+    }
+
     #[test]
     fn labels_are_the_string_ones_in_key_order() {
-        let pods = kubesim_core::Registry::new()
-            .get("", "v1", "pods")
-            .expect("pods are built in");
+        let pods = res("", "v1", "pods");
         let pod = serde_json::json!({"metadata": {"name": "p", "namespace": "d",
             "labels": {"z": "1", "a": "2", "n": 3, "m": "4"}}, "spec": {"nodeName": "x"}});
         let attrs = compute(&pods, &pod);
         let all: Vec<&str> = attrs.iter().collect();
-        assert_eq!(all[all.len() - 7..], ["", "a", "2", "m", "4", "z", "1"]);
-        assert_eq!(lookup(&attrs, true, "n"), None);
-        assert_eq!(lookup(&attrs, false, "spec.nodeName"), Some("x"));
-        assert_eq!(lookup(&attrs, false, "spec.hostNetwork"), Some("false"));
+        assert_eq!(all[all.len() - 6..], ["a", "2", "m", "4", "z", "1"]);
+        assert_eq!(all.len(), indexed_count(&pods) + 6);
+        assert_eq!(label(indexed_count(&pods), &attrs, "n"), None);
+        assert_eq!(label(indexed_count(&pods), &attrs, "m"), Some("4"));
+        assert_eq!(field(&pods, &attrs, "spec.nodeName"), Some("x"));
+        assert_eq!(field(&pods, &attrs, "spec.hostNetwork"), Some("false"));
+        assert_eq!(field(&pods, &attrs, "a"), None);
     }
 
     #[test]
     fn an_empty_field_value_does_not_hide_the_labels() {
-        let attrs = Attrs::new(["spec.nodeName", "", "", "app", "web"]);
-        assert_eq!(lookup(&attrs, false, "spec.nodeName"), Some(""));
-        assert_eq!(lookup(&attrs, true, "app"), Some("web"));
-        assert_eq!(lookup(&attrs, false, "app"), None);
-        assert_eq!(lookup(&attrs, true, "spec.nodeName"), None);
+        let pods = res("", "v1", "pods");
+        let pod = serde_json::json!({"metadata": {"name": "p", "labels": {"app": "web"}}});
+        let attrs = compute(&pods, &pod);
+        assert_eq!(field(&pods, &attrs, "spec.nodeName"), Some(""));
+        let filter = |l: &str, f: &str| {
+            let labels = LabelSelector::parse(l).expect("label selector");
+            let fields = FieldSelector::parse(f).expect("field selector");
+            Filter::new(&pods, labels, fields).matches(&attrs)
+        };
+        assert!(filter("app=web", "spec.nodeName="));
+        assert!(!filter("app=db", "spec.nodeName="));
+        assert!(!filter("app=web", "spec.nodeName=n1"));
+        assert!(filter("", "metadata.name=p,status.phase!=Running"));
+    }
+
+    #[test]
+    fn events_are_selected_by_either_apis_names_from_one_index() {
+        let core = res("", "v1", "events");
+        let ev = serde_json::json!({
+            "metadata": {"name": "e", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "p1", "uid": "u1"},
+            "reason": "Scheduled", "reportingComponent": "sched"
+        });
+        let attrs = compute(&core, &ev);
+        assert_eq!(attrs.iter().count(), indexed_count(&core));
+        for (f, v) in [
+            ("involvedObject.name", "p1"),
+            ("regarding.name", "p1"),
+            ("regarding.uid", "u1"),
+            ("regarding.fieldPath", ""),
+            ("reportingController", "sched"),
+            ("reportingComponent", "sched"),
+            ("reason", "Scheduled"),
+        ] {
+            assert_eq!(field(&core, &attrs, f), Some(v), "{f}");
+        }
+        let v1 = res("events.k8s.io", "v1", "events");
+        let fields = FieldSelector::parse("regarding.name=p1,reportingController=sched")
+            .expect("field selector");
+        assert!(Filter::new(&v1, LabelSelector::everything(), fields.clone()).matches(&attrs));
+        assert!(Filter::new(&core, LabelSelector::everything(), fields).matches(&attrs));
+        let other = FieldSelector::parse("regarding.name=p2").expect("field selector");
+        assert!(!Filter::new(&v1, LabelSelector::everything(), other).matches(&attrs));
     }
 }

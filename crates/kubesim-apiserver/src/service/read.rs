@@ -77,7 +77,7 @@ pub fn parse_filter(resource: &ResourceInfo, opts: &ListOptions) -> Result<Filte
         _ => FieldSelector::default(),
     };
     fields.check_supported(resource)?;
-    Ok(Filter { labels, fields })
+    Ok(Filter::new(resource, labels, fields))
 }
 
 /// Interprets `resourceVersion` + `resourceVersionMatch` for a list.

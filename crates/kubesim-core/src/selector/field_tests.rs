@@ -238,17 +238,25 @@ fn event_values() {
         "reportingComponent": "sched"
     });
     let indexed = values(&core, &ev);
-    let core_names: Vec<_> = indexed
-        .iter()
-        .filter(|(f, _)| !f.starts_with("regarding.") && *f != "reportingController")
-        .cloned()
-        .collect();
-    // Indexed under the events.k8s.io names as well: both APIs select
-    // from the one storage.
-    assert!(indexed.contains(&("regarding.name", "p1".to_string())));
-    assert!(indexed.contains(&("reportingController", "sched".to_string())));
+    // Both APIs select from the one storage: the events.k8s.io names
+    // read the slots of the core fields of the same value.
+    let v1 = res("events.k8s.io", "v1", "events");
+    for r in [&core, &v1] {
+        for (a, b) in [
+            ("regarding.name", "involvedObject.name"),
+            ("regarding.fieldPath", "involvedObject.fieldPath"),
+            ("reportingController", "reportingComponent"),
+        ] {
+            let slot = indexed_slot(r, a);
+            assert!(slot.is_some(), "{a}");
+            assert_eq!(slot, indexed_slot(r, b), "{a}");
+        }
+        assert_eq!(indexed_slot(r, "regarding.nothing"), None);
+        assert_eq!(indexed_slot(r, "spec.nodeName"), None);
+    }
+    assert_eq!(values(&v1, &ev), indexed);
     assert_eq!(
-        core_names,
+        indexed,
         owned(&[
             ("metadata.name", "e"),
             ("metadata.namespace", "default"),
@@ -282,7 +290,7 @@ fn event_values() {
         "reason": "Ready", "type": "Normal"
     });
     let vals = values(&v1, &ev1);
-    let get = |f: &str| vals.iter().find(|(k, _)| *k == f).map(|(_, v)| v.clone());
+    let get = |f: &str| indexed_slot(&v1, f).map(|i| vals[i].1.clone());
     assert_eq!(get("regarding.kind").as_deref(), Some("Node"));
     assert_eq!(get("involvedObject.kind").as_deref(), Some("Node"));
     assert_eq!(get("regarding.namespace").as_deref(), Some(""));

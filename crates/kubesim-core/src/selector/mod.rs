@@ -5,6 +5,7 @@ pub mod label;
 mod validate;
 
 pub use field::{
-    field_value, field_values, selectable_fields, FieldOp, FieldRequirement, FieldSelector,
+    field_value, field_values, indexed_count, indexed_slot, selectable_fields, FieldOp,
+    FieldRequirement, FieldSelector,
 };
 pub use label::{LabelOp, LabelRequirement, LabelSelector};
