@@ -8,7 +8,7 @@
 //! timer: a timer would wake a simulation for nothing, and without writes
 //! the only difference is when an idle cluster's old Events disappear.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,29 +24,22 @@ pub(crate) const EVENT_TTL: Duration = Duration::from_secs(60 * 60);
 /// The storage resource whose objects expire.
 const EVENTS: &str = "events";
 
-/// Each live Event's expiry and the revision it was set by.
+/// The Events' leases in the order they run out: every lease is an hour
+/// from a write, and the clock only moves forward, so the order of writes
+/// is the order of expiry. A rewritten or deleted Event's older lease is
+/// left where it is: it names the revision it was taken at, and expiring
+/// a key no longer at that revision does nothing. One queue entry a write
+/// costs a third of what an index by key and one by time did (short-jobs
+/// member: 100,000 live Events).
 #[derive(Default)]
 pub(crate) struct EventTtl {
-    inner: Mutex<Leases>,
+    inner: Mutex<VecDeque<Lease>>,
 }
 
-#[derive(Default)]
-struct Leases {
-    by_key: BTreeMap<Arc<str>, (Instant, u64)>,
-    by_expiry: BTreeSet<(Instant, Arc<str>)>,
-}
-
-impl Leases {
-    fn lease(&mut self, key: Arc<str>, at: Instant, rev: u64) {
-        self.by_expiry.insert((at, key.clone()));
-        self.by_key.insert(key, (at, rev));
-    }
-
-    fn forget(&mut self, key: &str) {
-        if let Some((k, (at, _))) = self.by_key.remove_entry(key) {
-            self.by_expiry.remove(&(at, k));
-        }
-    }
+struct Lease {
+    until: Instant,
+    key: Arc<str>,
+    rev: u64,
 }
 
 impl Server {
@@ -55,10 +48,12 @@ impl Server {
     pub(crate) fn after_write_ttl(&self, event: Option<&kubesim_store::Event>) {
         let now = self.clock.instant();
         if let Some(ev) = event.filter(|ev| &*ev.resource == EVENTS) {
-            let mut leases = self.event_ttl.inner.lock();
-            leases.forget(&ev.key);
             if ev.kind != EventType::Deleted {
-                leases.lease(ev.key.clone(), now + EVENT_TTL, ev.rev);
+                self.event_ttl.inner.lock().push_back(Lease {
+                    until: now + EVENT_TTL,
+                    key: ev.key.clone(),
+                    rev: ev.rev,
+                });
             }
         }
         self.expire_events(now);
@@ -70,11 +65,14 @@ impl Server {
         let Ok(snap) = self.store.snapshot(EVENTS, None) else {
             return;
         };
-        let at = self.clock.instant() + EVENT_TTL;
+        let until = self.clock.instant() + EVENT_TTL;
         let mut leases = self.event_ttl.inner.lock();
         for (key, rec) in snap.items.iter() {
-            leases.forget(key);
-            leases.lease(key.clone(), at, rec.rev);
+            leases.push_back(Lease {
+                until,
+                key: key.clone(),
+                rev: rec.rev,
+            });
         }
     }
 
@@ -83,17 +81,13 @@ impl Server {
         loop {
             let due = {
                 let mut leases = self.event_ttl.inner.lock();
-                let Some((at, key)) = leases.by_expiry.first().cloned() else {
-                    return;
-                };
-                if at > now {
-                    return;
+                match leases.front() {
+                    Some(l) if l.until <= now => leases.pop_front(),
+                    _ => return,
                 }
-                leases.by_expiry.pop_first();
-                leases.by_key.remove(&key).map(|(_, rev)| (key, rev))
             };
-            if let Some((key, rev)) = due {
-                self.expire(&key, rev);
+            if let Some(l) = due {
+                self.expire(&l.key, l.rev);
             }
         }
     }
