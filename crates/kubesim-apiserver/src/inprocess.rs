@@ -124,6 +124,15 @@ impl InProcess {
         sub: Option<&str>,
         call: impl Future<Output = Result<T, ApiError>>,
     ) -> Result<T, ApiError> {
+        if !matches!(verb, "GET" | "LIST" | "WATCH") {
+            // A write in process completes without waiting, so a task
+            // making many in a row (a batch of Stage patches) would starve
+            // the watchers of the same thread, which then fall behind
+            // their channel and catch up from the store's history. Each
+            // write spends a unit of the task's cooperative budget: the
+            // task yields every 128 writes and the watchers keep up.
+            tokio::task::consume_budget().await;
+        }
         let Some(metrics) = self.server.request_metrics() else {
             return call.await;
         };

@@ -399,6 +399,11 @@ impl Informer {
     pub async fn run(self: Arc<Self>) {
         let mut first = true;
         loop {
+            if !first {
+                // Each relist lists everything again: worth seeing when a
+                // store's history is too short for its watchers.
+                tracing::debug!(resource = %self.resource.plural, "informer relists");
+            }
             let (objects, mut rv) = match self.list_all(first).await {
                 Ok(x) => {
                     first = false;

@@ -53,6 +53,8 @@ impl WatchStream {
     /// After lost live events: the missed ones from the history and a new
     /// subscription, or the end of the stream. Returns the next event.
     fn catch_up(&mut self) -> Option<Arc<Event>> {
+        // Worth seeing when sizing the history, which serves these.
+        tracing::debug!(after = self.last, "watch fell behind its channel");
         match self.resume.as_ref().and_then(|r| r(self.last)) {
             Some((backlog, live)) => {
                 self.backlog = backlog;
