@@ -261,6 +261,11 @@ impl Recorder {
                 done: false,
             });
         if track.done {
+            // A pod's deletion is the last it is heard of: its track goes,
+            // or a run would keep one for every pod it ever had.
+            if gone {
+                s.pods.remove(&KeyRef(meta::namespace(pod), meta::name(pod)));
+            }
             return;
         }
         let cpu = track.cpu;
@@ -329,6 +334,9 @@ impl Recorder {
                 s.done += 1;
             }
             changed = true;
+        }
+        if gone {
+            s.pods.remove(&KeyRef(meta::namespace(pod), meta::name(pod)));
         }
         if changed {
             self.sample(&mut s);
