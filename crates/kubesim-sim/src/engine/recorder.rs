@@ -251,20 +251,18 @@ impl Recorder {
             return;
         }
         let t = self.now(&s);
+        let key = KeyRef(meta::namespace(pod), meta::name(pod));
         // One lookup: the pod's track is read and updated in place.
-        let track = s
-            .pods
-            .entry_ref(&KeyRef(meta::namespace(pod), meta::name(pod)))
-            .or_insert_with(|| PodTrack {
-                cpu: pod_cpu_millis(pod),
-                running: false,
-                done: false,
-            });
+        let track = s.pods.entry_ref(&key).or_insert_with(|| PodTrack {
+            cpu: pod_cpu_millis(pod),
+            running: false,
+            done: false,
+        });
         if track.done {
             // A pod's deletion is the last it is heard of: its track goes,
             // or a run would keep one for every pod it ever had.
             if gone {
-                s.pods.remove(&KeyRef(meta::namespace(pod), meta::name(pod)));
+                s.pods.remove(&key);
             }
             return;
         }
@@ -336,7 +334,7 @@ impl Recorder {
             changed = true;
         }
         if gone {
-            s.pods.remove(&KeyRef(meta::namespace(pod), meta::name(pod)));
+            s.pods.remove(&key);
         }
         if changed {
             self.sample(&mut s);
