@@ -111,9 +111,11 @@ impl InProcess {
         }
     }
 
-    /// Runs `call`, counting it as a `verb` request on `r` when the server
-    /// counts in-process calls (a binding as upstream's scheduler sends
-    /// it: a POST of `pods/binding`).
+    /// Runs `call`, the way every in-process request goes: a write first
+    /// spends a unit of the task's cooperative budget (below), and the
+    /// call is counted as a `verb` request on `r` when the server counts
+    /// in-process calls (a binding as upstream's scheduler sends it: a
+    /// POST of `pods/binding`).
     #[allow(clippy::too_many_arguments)]
     async fn counted<T>(
         &self,

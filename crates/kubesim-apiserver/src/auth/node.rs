@@ -305,11 +305,12 @@ impl Server {
         let prefix = ns.map_or(String::new(), |ns| {
             crate::service::namespace_prefix(&pods, ns)
         });
+        let slot = kubesim_core::selector::indexed_slot(&pods, "spec.nodeName");
         snap.items
             .range(std::sync::Arc::<str>::from(prefix.as_str())..)
             .take_while(|(k, _)| k.starts_with(prefix.as_str()))
             .filter(|(_, rec)| {
-                crate::service::attrs::field(&pods, &rec.attrs, "spec.nodeName") == Some(node)
+                slot.and_then(|s| crate::service::attrs::value(&rec.attrs, s)) == Some(node)
             })
             .filter_map(|(_, rec)| serde_json::from_slice::<Value>(&rec.bytes).ok())
             .collect()

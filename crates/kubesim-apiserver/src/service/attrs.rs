@@ -32,9 +32,14 @@ pub fn compute(resource: &ResourceInfo, obj: &Value) -> Attrs {
     Attrs::new(fields.chain(labels))
 }
 
+/// The value in `slot` of the index (a field's slot, from `indexed_slot`).
+pub(crate) fn value(attrs: &Attrs, slot: usize) -> Option<&str> {
+    attrs.iter().nth(slot)
+}
+
 /// The value of the indexed field `key` of a `resource` object.
 pub(crate) fn field<'a>(resource: &ResourceInfo, attrs: &'a Attrs, key: &str) -> Option<&'a str> {
-    attrs.iter().nth(indexed_slot(resource, key)?)
+    value(attrs, indexed_slot(resource, key)?)
 }
 
 /// The value of the label `key`, past the `fields` field values.
@@ -49,13 +54,14 @@ fn label<'a>(fields: usize, attrs: &'a Attrs, key: &str) -> Option<&'a str> {
 }
 
 /// What a list or watch asks for, of one resource's objects.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Filter {
     pub labels: LabelSelector,
     pub fields: FieldSelector,
-    /// Where each field the selector names sits in a record's index, and
-    /// how many field values come before the labels.
-    slots: Vec<(String, usize)>,
+    /// Where the field of each of `fields`' requirements sits in a
+    /// record's index, in their order, and how many field values come
+    /// before the labels.
+    slots: Vec<Option<usize>>,
     indexed: usize,
 }
 
@@ -64,7 +70,7 @@ impl Filter {
         let slots = fields
             .requirements
             .iter()
-            .filter_map(|r| Some((r.field.clone(), indexed_slot(resource, &r.field)?)))
+            .map(|r| indexed_slot(resource, &r.field))
             .collect();
         Filter {
             labels,
@@ -82,11 +88,9 @@ impl Filter {
         if self.is_everything() {
             return true;
         }
-        let field = |f: &str| {
-            let (_, slot) = self.slots.iter().find(|(name, _)| name == f)?;
-            attrs.iter().nth(*slot)
-        };
-        self.fields.matches(&field) && self.labels.matches(&|k| label(self.indexed, attrs, k))
+        let mut fields = self.fields.requirements.iter().zip(&self.slots);
+        fields.all(|(r, slot)| r.matches(&|_| value(attrs, (*slot)?)))
+            && self.labels.matches(&|k| label(self.indexed, attrs, k))
     }
 }
 

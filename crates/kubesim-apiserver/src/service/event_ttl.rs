@@ -29,8 +29,8 @@ const EVENTS: &str = "events";
 /// is the order of expiry. A rewritten or deleted Event's older lease is
 /// left where it is: it names the revision it was taken at, and expiring
 /// a key no longer at that revision does nothing. One queue entry a write
-/// costs a third of what an index by key and one by time did (short-jobs
-/// member: 100,000 live Events).
+/// replaces an entry in each of two trees, by key and by time (the
+/// short-jobs member holds 100,000 live Events).
 #[derive(Default)]
 pub(crate) struct EventTtl {
     inner: Mutex<VecDeque<Lease>>,

@@ -437,10 +437,18 @@ pub fn field_values<'a>(
 /// ([`indexed_slot`]), and indexing both nearly doubled what an Event
 /// cost beside its bytes.
 fn indexed_fields(resource: &ResourceInfo) -> &'static [&'static str] {
-    match (resource.group.as_str(), resource.plural.as_str()) {
-        ("", "events") | ("events.k8s.io", "events") => CORE_EVENT,
-        _ => selectable_fields(resource),
+    if is_event(resource) {
+        CORE_EVENT
+    } else {
+        selectable_fields(resource)
     }
+}
+
+fn is_event(resource: &ResourceInfo) -> bool {
+    matches!(
+        (resource.group.as_str(), resource.plural.as_str()),
+        ("", "events") | ("events.k8s.io", "events")
+    )
 }
 
 /// How many values [`field_values`] gives for `resource`'s objects.
@@ -454,22 +462,19 @@ pub fn indexed_count(resource: &ResourceInfo) -> usize {
 /// value (`event_value` reads `regarding.kind` as `involvedObject.kind`).
 pub fn indexed_slot(resource: &ResourceInfo, field: &str) -> Option<usize> {
     let fields = indexed_fields(resource);
-    let field = if std::ptr::eq(fields, CORE_EVENT) {
-        match field.strip_prefix("regarding.") {
-            Some(sub) => return event_slot(sub),
-            None if field == "reportingController" => "reportingComponent",
-            None => field,
-        }
-    } else {
-        field
+    if !is_event(resource) {
+        return fields.iter().position(|f| *f == field);
+    }
+    if let Some(sub) = field.strip_prefix("regarding.") {
+        return fields
+            .iter()
+            .position(|f| f.strip_prefix("involvedObject.") == Some(sub));
+    }
+    let field = match field {
+        "reportingController" => "reportingComponent",
+        other => other,
     };
     fields.iter().position(|f| *f == field)
-}
-
-fn event_slot(sub: &str) -> Option<usize> {
-    CORE_EVENT
-        .iter()
-        .position(|f| f.strip_prefix("involvedObject.") == Some(sub))
 }
 
 #[cfg(test)]
