@@ -270,6 +270,86 @@ async fn series_recorder_writes_repeats_in_batches() {
     writer.abort();
 }
 
+/// A pod named `p{i}`.
+fn numbered_pod(i: usize) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("p{i}"), "namespace": "default", "uid": format!("u{i}")}})
+}
+
+#[tokio::test(start_paused = true)]
+async fn series_recorder_remembers_every_pod_that_keeps_failing() {
+    // More pods than the core/v1 recorder's 4096 remembered events fail
+    // in turn, a minute apart: each keeps one event, created at its first
+    // failure, updated at its second and counted after, as upstream's
+    // events.k8s.io recorder keeps every series until it is quiet.
+    let (api, clock) = api().await;
+    let (rec, writer) = EventRecorder::with_style(
+        api.clone(),
+        clock.clone(),
+        "default-scheduler",
+        EventStyle::Series,
+    );
+    let writer = tokio::spawn(writer);
+    let pods: Vec<Value> = (0..4200).map(numbered_pod).collect();
+    for _ in 0..3 {
+        for pod in &pods {
+            rec.record(
+                pod,
+                EventType::Warning,
+                "FailedScheduling",
+                "0/1 nodes are available",
+            );
+        }
+        clock.sleep(Duration::from_secs(60)).await;
+    }
+    let got = stored_events(&api).await;
+    assert_eq!(got.len(), 4200, "one event per pod");
+    assert!(got.iter().all(|e| e.1 == 2 && e.2 == 2), "{:?}", &got[..3]);
+    // Quiet for six minutes: every series is written a last time and
+    // forgotten, so a later failure starts a new event.
+    clock.sleep(Duration::from_secs(6 * 60)).await;
+    let got = stored_events(&api).await;
+    assert!(got.iter().all(|e| e.1 == 3 && e.2 == 3), "{:?}", &got[..3]);
+    rec.record(
+        &pods[0],
+        EventType::Warning,
+        "FailedScheduling",
+        "0/1 nodes are available",
+    );
+    clock.sleep(Duration::from_millis(100)).await;
+    assert_eq!(stored_events(&api).await.len(), 4201);
+    writer.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn legacy_recorder_forgets_the_least_recently_seen() {
+    // Pod 0's event repeats while 4096 other pods get one each: it is the
+    // most recently seen, not the oldest, so its third repeat still
+    // raises its count; pod 1's, seen once and long ago, was forgotten.
+    let (api, clock) = api().await;
+    let (rec, writer) = EventRecorder::new(api.clone(), clock.clone(), "kubelet");
+    let writer = tokio::spawn(writer);
+    let backoff = |pod: &Value| rec.record(pod, EventType::Warning, "BackOff", "Back-off");
+    let first = numbered_pod(0);
+    backoff(&first);
+    backoff(&numbered_pod(1));
+    clock.sleep(Duration::from_millis(100)).await;
+    for i in 2..4098 {
+        if i == 2000 {
+            backoff(&first);
+        }
+        backoff(&numbered_pod(i));
+    }
+    clock.sleep(Duration::from_millis(100)).await;
+    backoff(&first);
+    backoff(&numbered_pod(1));
+    clock.sleep(Duration::from_millis(100)).await;
+    let got = stored_events(&api).await;
+    assert_eq!(got.len(), 4099, "pod 1 got a second event, pod 0 none");
+    assert_eq!(got.iter().filter(|e| e.1 == 3).count(), 1);
+    writer.abort();
+}
+
 #[tokio::test(start_paused = true)]
 async fn legacy_recorder_drops_spam() {
     let (api, clock) = api().await;

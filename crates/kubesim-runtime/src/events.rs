@@ -22,7 +22,10 @@ use crate::{Api, Clock, ResourceRef, WriteOptions};
 
 /// Events waiting to be written before new ones are dropped.
 const QUEUE: usize = 10_000;
-/// Distinct events remembered for aggregation.
+/// Distinct events the core/v1 recorder remembers for aggregation, the
+/// least recently seen forgotten first (upstream's LRU caches hold as
+/// many). The events.k8s.io recorder has no such bound: it forgets an
+/// event once it has been quiet for [`SERIES_FINISH`].
 const REMEMBERED: usize = 4096;
 
 /// How repeats of an event are written.
@@ -33,7 +36,8 @@ pub enum EventStyle {
     Legacy,
     /// The events.k8s.io recorder (kube-scheduler): the first repeat is
     /// written at once, later ones are counted in memory and written every
-    /// 30 minutes, or when the series has been quiet for 6 minutes.
+    /// 30 minutes, or when the series has been quiet for 6 minutes and is
+    /// forgotten.
     Series,
 }
 
@@ -100,6 +104,7 @@ impl EventRecorder {
             order: BTreeMap::new(),
             due: BTreeMap::new(),
             sequence: 0,
+            stamps: 0,
             spam: SpamFilter::default(),
         };
         (EventRecorder { tx }, writer.run(rx))
@@ -160,17 +165,26 @@ struct Seen {
     last_observed: jiff::Timestamp,
     last_seen_at: Instant,
     written_at: Instant,
-    /// Its place in [`Writer::order`].
+    /// Its key in [`Writer::order`] (core/v1, restamped at every repeat)
+    /// or in [`Writer::due`] (events.k8s.io, fixed).
     seq: u64,
     /// Whether [`Writer::due`] holds a check for it.
     scheduled: bool,
 }
 
 impl Seen {
-    /// When its unwritten repeats must be written: at the refresh, or
-    /// once the series has been quiet long enough to end.
+    /// When a series next needs the writer: its unwritten repeats at the
+    /// refresh, or the end of the series once it has been quiet long
+    /// enough. With nothing unwritten the last observation was written, so
+    /// this is the end. It never moves earlier: observations and writes
+    /// only move its terms later, so a check set for it is never late.
     fn due(&self) -> Instant {
-        (self.last_seen_at + SERIES_FINISH).min(self.written_at + SERIES_REFRESH)
+        let end = self.last_seen_at + SERIES_FINISH;
+        if self.unwritten {
+            end.min(self.written_at + SERIES_REFRESH)
+        } else {
+            end
+        }
     }
 }
 
@@ -180,12 +194,17 @@ struct Writer {
     style: EventStyle,
     component: String,
     seen: BTreeMap<Identity, Seen>,
-    /// Remembered identities, oldest first, keyed by their `seq`.
+    /// core/v1 only: remembered identities, least recently seen first,
+    /// keyed by their `seq`.
     order: BTreeMap<u64, Identity>,
-    /// Series checks by time (then `seq`, to keep keys unique). A check may
-    /// find its series observed since; it is then put back for later.
+    /// events.k8s.io only: one check per remembered identity, by time (then
+    /// `seq`, to keep keys unique). A check may find its series observed
+    /// since; it is then put back for later.
     due: BTreeMap<(Instant, u64), Identity>,
+    /// Makes event names unique (see [`Writer::write`]).
     sequence: u64,
+    /// The last `seq` given.
+    stamps: u64,
     spam: SpamFilter,
 }
 
@@ -214,8 +233,10 @@ impl Writer {
         }
     }
 
-    /// Writes the series due: those quiet for [`SERIES_FINISH`] (then
-    /// forgotten) and those last written [`SERIES_REFRESH`] ago.
+    /// Writes the series due (those last written [`SERIES_REFRESH`] ago
+    /// with repeats since) and forgets those quiet for [`SERIES_FINISH`],
+    /// written a last time when they have unwritten repeats. A single
+    /// event is forgotten the same way, as upstream's `finishSeries` does.
     async fn flush_series(&mut self) {
         let now = self.clock.instant();
         while let Some(entry) = self.due.first_entry() {
@@ -227,27 +248,31 @@ impl Writer {
                 continue;
             };
             seen.scheduled = false;
-            if !seen.unwritten {
-                continue;
-            }
             if seen.due() > now {
                 // Observed again since the check was set: check later.
                 seen.scheduled = true;
                 self.due.insert((seen.due(), seen.seq), id);
                 continue;
             }
-            seen.unwritten = false;
-            seen.written_at = now;
-            let (ns, name, body) = (
-                seen.namespace.clone(),
-                seen.name.clone(),
-                series_patch(seen),
-            );
+            let write = seen.unwritten.then(|| {
+                seen.unwritten = false;
+                seen.written_at = now;
+                (
+                    seen.namespace.clone(),
+                    seen.name.clone(),
+                    series_patch(seen),
+                )
+            });
             if now >= seen.last_seen_at + SERIES_FINISH {
                 self.forget(&id);
+            } else {
+                seen.scheduled = true;
+                self.due.insert((seen.due(), seen.seq), id);
             }
-            if let Err(e) = self.patch_event(&ns, &name, body).await {
-                tracing::debug!(error = %e.message, "event series update failed");
+            if let Some((ns, name, body)) = write {
+                if let Err(e) = self.patch_event(&ns, &name, body).await {
+                    tracing::debug!(error = %e.message, "event series update failed");
+                }
             }
         }
     }
@@ -306,6 +331,13 @@ impl Writer {
             seen.count += 1;
             seen.last_observed = self.clock.now();
             seen.last_seen_at = self.clock.instant();
+            if self.style == EventStyle::Legacy {
+                // Least recently seen goes first.
+                self.stamps += 1;
+                self.order.remove(&seen.seq);
+                seen.seq = self.stamps;
+                self.order.insert(seen.seq, id.clone());
+            }
             if self.style == EventStyle::Series && seen.count > 2 {
                 seen.unwritten = true;
                 if !seen.scheduled {
@@ -369,22 +401,27 @@ impl Writer {
         {
             Ok(_) => {
                 let at = self.clock.instant();
-                let seq = self.sequence;
-                self.seen.insert(
-                    id.clone(),
-                    Seen {
-                        name,
-                        namespace: p.namespace,
-                        count: 1,
-                        unwritten: false,
-                        last_observed: self.clock.now(),
-                        last_seen_at: at,
-                        written_at: at,
-                        seq,
-                        scheduled: false,
-                    },
-                );
-                self.order.insert(seq, id);
+                self.stamps += 1;
+                let seen = Seen {
+                    name,
+                    namespace: p.namespace,
+                    count: 1,
+                    unwritten: false,
+                    last_observed: self.clock.now(),
+                    last_seen_at: at,
+                    written_at: at,
+                    seq: self.stamps,
+                    scheduled: self.style == EventStyle::Series,
+                };
+                match self.style {
+                    EventStyle::Series => {
+                        self.due.insert((seen.due(), seen.seq), id.clone());
+                    }
+                    EventStyle::Legacy => {
+                        self.order.insert(seen.seq, id.clone());
+                    }
+                }
+                self.seen.insert(id, seen);
                 while self.order.len() > REMEMBERED {
                     if let Some((_, old)) = self.order.pop_first() {
                         self.seen.remove(&old);
