@@ -100,7 +100,7 @@ impl EventRecorder {
             clock,
             style,
             component: component.to_string(),
-            seen: BTreeMap::new(),
+            seen: hashbrown::HashMap::new(),
             order: BTreeMap::new(),
             due: BTreeMap::new(),
             sequence: 0,
@@ -193,7 +193,10 @@ struct Writer {
     clock: Clock,
     style: EventStyle,
     component: String,
-    seen: BTreeMap<Identity, Seen>,
+    /// Hashed: only looked up, and a backlog of pods failing in turn keeps
+    /// thousands, whose identities share long prefixes (namespace, then
+    /// message) that a B-tree compares at every level.
+    seen: hashbrown::HashMap<Identity, Seen>,
     /// core/v1 only: remembered identities, least recently seen first,
     /// keyed by their `seq`.
     order: BTreeMap<u64, Identity>,

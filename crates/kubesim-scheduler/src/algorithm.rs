@@ -83,12 +83,14 @@ impl FitError {
     /// The plugins that rejected the pod (for deciding which cluster
     /// events may help it).
     pub fn plugins(&self) -> BTreeSet<String> {
-        self.pre_filter
+        let names: BTreeSet<&'static str> = self
+            .pre_filter
             .iter()
             .chain(self.statuses.values())
-            .map(|s| s.plugin.clone())
+            .map(|s| s.plugin)
             .filter(|p| !p.is_empty())
-            .collect()
+            .collect();
+        names.into_iter().map(str::to_string).collect()
     }
 
     /// What upstream's preemption says when it found nothing to evict:
@@ -359,7 +361,7 @@ fn run_filters(
     for p in filters {
         let mut s = p.filter(state, pod, node);
         if !s.is_success() {
-            s.plugin = p.name().to_string();
+            s.plugin = p.name();
             return s;
         }
     }
@@ -412,7 +414,7 @@ mod tests {
     fn status(code: Code, reason: &str) -> Status {
         Status {
             code,
-            reasons: vec![reason.into()],
+            reasons: vec![reason.to_string().into()],
             plugin: "X".into(),
         }
     }

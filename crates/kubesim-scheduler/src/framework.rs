@@ -9,6 +9,7 @@
 //! them in [`Plugin::points`].
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
@@ -284,9 +285,11 @@ pub enum Code {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
     pub code: Code,
-    pub reasons: Vec<String>,
+    /// Most are fixed texts, borrowed: a pod that fits nowhere gets one
+    /// status per node of the cluster.
+    pub reasons: Vec<Cow<'static, str>>,
     /// The plugin that failed, for diagnosis.
-    pub plugin: String,
+    pub plugin: &'static str,
 }
 
 impl Status {
@@ -294,7 +297,7 @@ impl Status {
         Status {
             code: Code::Success,
             reasons: Vec::new(),
-            plugin: String::new(),
+            plugin: "",
         }
     }
     pub fn skip() -> Self {
@@ -303,25 +306,25 @@ impl Status {
             ..Self::success()
         }
     }
-    pub fn unschedulable(reason: impl Into<String>) -> Self {
+    pub fn unschedulable(reason: impl Into<Cow<'static, str>>) -> Self {
         Status {
             code: Code::Unschedulable,
             reasons: vec![reason.into()],
-            plugin: String::new(),
+            plugin: "",
         }
     }
-    pub fn unresolvable(reason: impl Into<String>) -> Self {
+    pub fn unresolvable(reason: impl Into<Cow<'static, str>>) -> Self {
         Status {
             code: Code::UnschedulableAndUnresolvable,
             reasons: vec![reason.into()],
-            plugin: String::new(),
+            plugin: "",
         }
     }
-    pub fn error(reason: impl Into<String>) -> Self {
+    pub fn error(reason: impl Into<Cow<'static, str>>) -> Self {
         Status {
             code: Code::Error,
             reasons: vec![reason.into()],
-            plugin: String::new(),
+            plugin: "",
         }
     }
     pub fn is_success(&self) -> bool {
@@ -370,7 +373,7 @@ pub struct Points {
 /// [`points`](Plugin::points); the others are never called.
 pub trait Plugin: Send + Sync {
     /// The name used in KubeSchedulerConfiguration (e.g. `NodeResourcesFit`).
-    fn name(&self) -> &str;
+    fn name(&self) -> &'static str;
 
     fn points(&self) -> Points;
 
@@ -425,7 +428,7 @@ pub trait Filters: Send + Sync {
 
 /// A PostFilter plugin (DefaultPreemption), run when no node fits.
 pub trait PostFilter: Send + Sync {
-    fn name(&self) -> &str;
+    fn name(&self) -> &'static str;
     /// `statuses` holds each node's Filter verdict for this pod.
     fn post_filter(
         &self,

@@ -87,7 +87,7 @@ struct Candidate {
 }
 
 impl PostFilter for DefaultPreemption {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
 

@@ -187,7 +187,7 @@ impl Profile {
                     state.skip_filter.insert(p.name().to_string());
                 }
                 _ => {
-                    s.plugin = p.name().to_string();
+                    s.plugin = p.name();
                     return Err(s);
                 }
             }
@@ -203,7 +203,7 @@ impl Profile {
             }
             let mut s = p.filter(state, pod, node);
             if !s.is_success() {
-                s.plugin = p.name().to_string();
+                s.plugin = p.name();
                 return s;
             }
         }

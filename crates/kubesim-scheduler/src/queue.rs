@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kubesim_runtime::{Clock, ObjectKey};
+use kubesim_runtime::{Clock, KeyedMap, ObjectKey};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -87,7 +87,10 @@ type ActiveKey = (Reverse<i32>, Instant, u64);
 pub type Nominated = BTreeMap<String, BTreeMap<ObjectKey, Arc<PodInfo>>>;
 
 pub struct Queue {
-    pods: BTreeMap<ObjectKey, Entry>,
+    /// Hashed: looked up several times per attempt and per pod an event
+    /// moves, with a backlog of tens of thousands at saturation; the only
+    /// walk over it ([`take_where`](Self::take_where)) sorts what it takes.
+    pods: KeyedMap<Entry>,
     active: BTreeMap<ActiveKey, ObjectKey>,
     backoff: BTreeSet<(Instant, u64, ObjectKey)>,
     unschedulable: BTreeSet<(Instant, u64, ObjectKey)>,
@@ -122,7 +125,7 @@ fn gated(spec: &Value) -> bool {
 impl Queue {
     pub fn new(initial_backoff: Duration, max_backoff: Duration) -> Self {
         Queue {
-            pods: BTreeMap::new(),
+            pods: KeyedMap::new(),
             active: BTreeMap::new(),
             backoff: BTreeSet::new(),
             unschedulable: BTreeSet::new(),
@@ -215,7 +218,7 @@ impl Queue {
     /// the queue for this cycle, in key order, as [`pop`](Self::pop)
     /// would: a batch policy plans them all at once.
     pub fn take_where(&mut self, pick: impl Fn(&PodInfo) -> bool) -> Vec<QueuedPod> {
-        let keys: Vec<ObjectKey> = self
+        let mut keys: Vec<ObjectKey> = self
             .pods
             .iter()
             .filter(|(_, e)| {
@@ -226,6 +229,7 @@ impl Queue {
             })
             .map(|(k, _)| k.clone())
             .collect();
+        keys.sort_unstable();
         let mut out = Vec::new();
         for key in keys {
             out.extend(self.take_for_cycle(&key));

@@ -25,7 +25,7 @@ impl BalancedAllocation {
 }
 
 impl Plugin for BalancedAllocation {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
     fn points(&self) -> Points {

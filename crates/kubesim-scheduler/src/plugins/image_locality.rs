@@ -46,7 +46,7 @@ pub fn priority(sum: i64, containers: i64) -> i64 {
 }
 
 impl Plugin for ImageLocality {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
     fn points(&self) -> Points {

@@ -400,7 +400,7 @@ impl ScoreState {
 }
 
 impl Plugin for InterPodAffinity {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
 

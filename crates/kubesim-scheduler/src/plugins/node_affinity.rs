@@ -60,7 +60,7 @@ fn required(spec: &Value) -> Required {
 }
 
 impl Plugin for NodeAffinity {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
     fn points(&self) -> Points {

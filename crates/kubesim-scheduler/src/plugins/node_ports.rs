@@ -16,7 +16,7 @@ fn clashes(want: &HostPort, used: &HostPort) -> bool {
 }
 
 impl Plugin for NodePorts {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
     fn points(&self) -> Points {

@@ -2,6 +2,7 @@
 //! (cpu, memory, ephemeral storage, pod count, extended resources); scores
 //! nodes by how allocated they would be, with one of three strategies.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -218,7 +219,7 @@ pub fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
 }
 
 impl Plugin for NodeResourcesFit {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
     fn points(&self) -> Points {
@@ -230,26 +231,39 @@ impl Plugin for NodeResourcesFit {
     }
 
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let mut reasons = Vec::new();
+        let mut reasons: Vec<Cow<'static, str>> = Vec::new();
         let mut unresolvable = false;
         let alloc = &node.allocatable;
         if node.pods.len() as i64 + 1 > alloc.pods {
-            reasons.push("Too many pods".to_string());
+            reasons.push("Too many pods".into());
         }
         let req = &pod.requests;
         let used = &node.requested;
-        // (name, asked, allocatable, already requested)
-        let mut check = |name: &str, ask: i64, total: i64, used: i64| {
-            if ask > 0 && ask > total - used {
-                reasons.push(format!("Insufficient {name}"));
-                // More than the node has at all: no eviction can help.
-                unresolvable |= ask > total;
-            }
-        };
-        check("cpu", req.milli_cpu, alloc.milli_cpu, used.milli_cpu);
-        check("memory", req.memory, alloc.memory, used.memory);
+        // (reason, asked, allocatable, already requested)
+        let mut check =
+            |reason: &dyn Fn() -> Cow<'static, str>, ask: i64, total: i64, used: i64| {
+                if ask > 0 && ask > total - used {
+                    reasons.push(reason());
+                    // More than the node has at all: no eviction can help.
+                    unresolvable |= ask > total;
+                }
+            };
+        // The built-in resources' reasons are fixed texts, not formatted:
+        // a pod that fits nowhere is refused by every node of the cluster.
         check(
-            "ephemeral-storage",
+            &|| "Insufficient cpu".into(),
+            req.milli_cpu,
+            alloc.milli_cpu,
+            used.milli_cpu,
+        );
+        check(
+            &|| "Insufficient memory".into(),
+            req.memory,
+            alloc.memory,
+            used.memory,
+        );
+        check(
+            &|| "Insufficient ephemeral-storage".into(),
             req.ephemeral_storage,
             alloc.ephemeral_storage,
             used.ephemeral_storage,
@@ -258,7 +272,12 @@ impl Plugin for NodeResourcesFit {
             if self.ignores(name) {
                 continue;
             }
-            check(name, ask, alloc.get(name), used.get(name));
+            check(
+                &|| format!("Insufficient {name}").into(),
+                ask,
+                alloc.get(name),
+                used.get(name),
+            );
         }
         if reasons.is_empty() {
             return Status::success();
@@ -350,7 +369,7 @@ mod tests {
         let st = p.filter(&s, &sized_pod("r", "3500m", "0"), &roomy);
         assert_eq!(
             (st.code, st.reasons.clone()),
-            (Code::Unschedulable, vec!["Insufficient cpu".to_string()])
+            (Code::Unschedulable, vec!["Insufficient cpu".into()])
         );
     }
 

@@ -11,7 +11,7 @@ pub const REASON: &str = "node(s) were unschedulable";
 pub struct NodeUnschedulable;
 
 impl Plugin for NodeUnschedulable {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
     fn points(&self) -> Points {

@@ -27,7 +27,7 @@ impl RoundRobin {
 struct Turn(String);
 
 impl Plugin for RoundRobin {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
     fn points(&self) -> Points {

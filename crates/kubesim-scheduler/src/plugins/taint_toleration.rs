@@ -22,7 +22,7 @@ struct Tolerations(Vec<Toleration>);
 struct Preferring(Vec<Toleration>);
 
 impl Plugin for TaintToleration {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
     fn points(&self) -> Points {

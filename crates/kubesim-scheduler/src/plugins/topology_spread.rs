@@ -485,7 +485,7 @@ struct ScoreState {
 }
 
 impl Plugin for PodTopologySpread {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
 

@@ -114,7 +114,7 @@ fn pods_with_volumes(node: &NodeInfo) -> &[Arc<PodInfo>] {
 }
 
 impl Plugin for VolumeRestrictions {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         NAME
     }
     fn points(&self) -> Points {
