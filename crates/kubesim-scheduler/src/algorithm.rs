@@ -415,7 +415,7 @@ mod tests {
         Status {
             code,
             reasons: vec![reason.to_string().into()],
-            plugin: "X".into(),
+            plugin: "X",
         }
     }
 
