@@ -210,18 +210,26 @@ async fn stored_events(api: &Arc<dyn Api>) -> Vec<(String, i64, i64)> {
     got
 }
 
-#[tokio::test(start_paused = true)]
-async fn series_recorder_writes_repeats_in_batches() {
-    let (api, clock) = api().await;
-    let pod = json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "default", "uid": "u1"}});
+/// The events.k8s.io recorder kube-scheduler uses, its writer running.
+fn scheduler_recorder(
+    api: &Arc<dyn Api>,
+    clock: &Clock,
+) -> (EventRecorder, tokio::task::JoinHandle<()>) {
     let (rec, writer) = EventRecorder::with_style(
         api.clone(),
         clock.clone(),
         "default-scheduler",
         EventStyle::Series,
     );
-    let writer = tokio::spawn(writer);
+    (rec, tokio::spawn(writer))
+}
+
+#[tokio::test(start_paused = true)]
+async fn series_recorder_writes_repeats_in_batches() {
+    let (api, clock) = api().await;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "uid": "u1"}});
+    let (rec, writer) = scheduler_recorder(&api, &clock);
     let fail = || {
         rec.record(
             &pod,
@@ -283,13 +291,7 @@ async fn series_recorder_remembers_every_pod_that_keeps_failing() {
     // failure, updated at its second and counted after, as upstream's
     // events.k8s.io recorder keeps every series until it is quiet.
     let (api, clock) = api().await;
-    let (rec, writer) = EventRecorder::with_style(
-        api.clone(),
-        clock.clone(),
-        "default-scheduler",
-        EventStyle::Series,
-    );
-    let writer = tokio::spawn(writer);
+    let (rec, writer) = scheduler_recorder(&api, &clock);
     let pods: Vec<Value> = (0..4200).map(numbered_pod).collect();
     for _ in 0..3 {
         for pod in &pods {
