@@ -166,10 +166,9 @@ struct Seen {
     last_seen_at: Instant,
     written_at: Instant,
     /// Its key in [`Writer::order`] (core/v1, restamped at every repeat)
-    /// or in [`Writer::due`] (events.k8s.io, fixed).
+    /// or in [`Writer::due`] (events.k8s.io, fixed; every remembered
+    /// event has one check there from its creation until it is forgotten).
     seq: u64,
-    /// Whether [`Writer::due`] holds a check for it.
-    scheduled: bool,
 }
 
 impl Seen {
@@ -250,10 +249,8 @@ impl Writer {
             let Some(seen) = self.seen.get_mut(&id) else {
                 continue;
             };
-            seen.scheduled = false;
             if seen.due() > now {
                 // Observed again since the check was set: check later.
-                seen.scheduled = true;
                 self.due.insert((seen.due(), seen.seq), id);
                 continue;
             }
@@ -269,7 +266,6 @@ impl Writer {
             if now >= seen.last_seen_at + SERIES_FINISH {
                 self.forget(&id);
             } else {
-                seen.scheduled = true;
                 self.due.insert((seen.due(), seen.seq), id);
             }
             if let Some((ns, name, body)) = write {
@@ -342,11 +338,9 @@ impl Writer {
                 self.order.insert(seen.seq, id.clone());
             }
             if self.style == EventStyle::Series && seen.count > 2 {
+                // Its check, set for an earlier time than `due` now gives,
+                // finds it and writes it when due.
                 seen.unwritten = true;
-                if !seen.scheduled {
-                    seen.scheduled = true;
-                    self.due.insert((seen.due(), seen.seq), id);
-                }
                 return;
             }
             seen.written_at = seen.last_seen_at;
@@ -414,7 +408,6 @@ impl Writer {
                     last_seen_at: at,
                     written_at: at,
                     seq: self.stamps,
-                    scheduled: self.style == EventStyle::Series,
                 };
                 match self.style {
                     EventStyle::Series => {

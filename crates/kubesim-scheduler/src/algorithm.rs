@@ -82,15 +82,13 @@ impl FitError {
 
     /// The plugins that rejected the pod (for deciding which cluster
     /// events may help it).
-    pub fn plugins(&self) -> BTreeSet<String> {
-        let names: BTreeSet<&'static str> = self
-            .pre_filter
+    pub fn plugins(&self) -> BTreeSet<&'static str> {
+        self.pre_filter
             .iter()
             .chain(self.statuses.values())
             .map(|s| s.plugin)
             .filter(|p| !p.is_empty())
-            .collect();
-        names.into_iter().map(str::to_string).collect()
+            .collect()
     }
 
     /// What upstream's preemption says when it found nothing to evict:

@@ -61,7 +61,7 @@ const KEPT: usize = 32;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
     pub message: String,
-    pub plugins: BTreeSet<String>,
+    pub plugins: BTreeSet<&'static str>,
 }
 
 struct Memo {

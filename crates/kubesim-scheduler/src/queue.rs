@@ -66,7 +66,7 @@ struct Entry {
     seq: u64,
     place: Place,
     /// The plugins that rejected the pod in its last attempt.
-    plugins: BTreeSet<String>,
+    plugins: BTreeSet<&'static str>,
 }
 
 /// A pod handed to the scheduling loop.
@@ -504,7 +504,7 @@ impl Queue {
         &mut self,
         key: &ObjectKey,
         cycle: u64,
-        plugins: BTreeSet<String>,
+        plugins: BTreeSet<&'static str>,
         now: Instant,
     ) {
         let move_cycle = self.move_request_cycle;
@@ -561,13 +561,10 @@ impl Queue {
             });
             let helps = !waits_for_group
                 && match event {
-                    ClusterEvent::AssignedPodChange | ClusterEvent::Other => {
-                        self.pods.get(&key).is_some_and(|e| {
-                            e.plugins
-                                .iter()
-                                .any(|p| POD_SENSITIVE.contains(&p.as_str()))
-                        })
-                    }
+                    ClusterEvent::AssignedPodChange | ClusterEvent::Other => self
+                        .pods
+                        .get(&key)
+                        .is_some_and(|e| e.plugins.iter().any(|p| POD_SENSITIVE.contains(p))),
                     _ => true,
                 };
             if helps {
@@ -721,7 +718,7 @@ mod tests {
             q.add_or_update(pod("p", 0), t0);
             let p = q.pop(t0).unwrap();
             // The event happens in a later cycle than the failure.
-            q.requeue_unschedulable(&key("p"), p.cycle, [plugin.to_string()].into(), t0);
+            q.requeue_unschedulable(&key("p"), p.cycle, [plugin].into(), t0);
             assert_eq!(q.place(&key("p")), Some(Place::Unschedulable));
             q.add_or_update(pod("other", 0), t0);
             let o = q.pop(t0).unwrap();

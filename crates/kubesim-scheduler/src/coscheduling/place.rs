@@ -23,7 +23,7 @@ pub struct Unfit {
     /// kube-scheduler's `0/N nodes are available: ...` summary.
     pub message: String,
     /// The plugins that rejected it (which cluster events may help).
-    pub plugins: BTreeSet<String>,
+    pub plugins: BTreeSet<&'static str>,
 }
 
 pub struct Outcome {

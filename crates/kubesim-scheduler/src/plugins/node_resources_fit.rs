@@ -218,6 +218,18 @@ pub fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
     shape.last().map(|&(_, s)| s * scale).unwrap_or(0)
 }
 
+/// The reason a node lacking `resource` gives. The built-in resources'
+/// are fixed texts, not formatted: a pod that fits nowhere is refused by
+/// every node of the cluster.
+fn insufficient(resource: &str) -> Cow<'static, str> {
+    match resource {
+        "cpu" => "Insufficient cpu".into(),
+        "memory" => "Insufficient memory".into(),
+        "ephemeral-storage" => "Insufficient ephemeral-storage".into(),
+        other => format!("Insufficient {other}").into(),
+    }
+}
+
 impl Plugin for NodeResourcesFit {
     fn name(&self) -> &'static str {
         NAME
@@ -239,31 +251,18 @@ impl Plugin for NodeResourcesFit {
         }
         let req = &pod.requests;
         let used = &node.requested;
-        // (reason, asked, allocatable, already requested)
-        let mut check =
-            |reason: &dyn Fn() -> Cow<'static, str>, ask: i64, total: i64, used: i64| {
-                if ask > 0 && ask > total - used {
-                    reasons.push(reason());
-                    // More than the node has at all: no eviction can help.
-                    unresolvable |= ask > total;
-                }
-            };
-        // The built-in resources' reasons are fixed texts, not formatted:
-        // a pod that fits nowhere is refused by every node of the cluster.
+        // (name, asked, allocatable, already requested)
+        let mut check = |name: &str, ask: i64, total: i64, used: i64| {
+            if ask > 0 && ask > total - used {
+                reasons.push(insufficient(name));
+                // More than the node has at all: no eviction can help.
+                unresolvable |= ask > total;
+            }
+        };
+        check("cpu", req.milli_cpu, alloc.milli_cpu, used.milli_cpu);
+        check("memory", req.memory, alloc.memory, used.memory);
         check(
-            &|| "Insufficient cpu".into(),
-            req.milli_cpu,
-            alloc.milli_cpu,
-            used.milli_cpu,
-        );
-        check(
-            &|| "Insufficient memory".into(),
-            req.memory,
-            alloc.memory,
-            used.memory,
-        );
-        check(
-            &|| "Insufficient ephemeral-storage".into(),
+            "ephemeral-storage",
             req.ephemeral_storage,
             alloc.ephemeral_storage,
             used.ephemeral_storage,
@@ -272,12 +271,7 @@ impl Plugin for NodeResourcesFit {
             if self.ignores(name) {
                 continue;
             }
-            check(
-                &|| format!("Insufficient {name}").into(),
-                ask,
-                alloc.get(name),
-                used.get(name),
-            );
+            check(name, ask, alloc.get(name), used.get(name));
         }
         if reasons.is_empty() {
             return Status::success();

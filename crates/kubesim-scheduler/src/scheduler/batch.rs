@@ -77,7 +77,7 @@ impl Shared {
                     // job yet, and the members to come take these along.
                     for p in pods {
                         let message = coscheduling::too_few_message(&p, members, min);
-                        self.requeue_batch(&cycles, &p.key, [coscheduling::NAME.to_string()]);
+                        self.requeue_batch(&cycles, &p.key, [coscheduling::NAME]);
                         self.tell(&cycles, tx, p, message);
                     }
                     continue;
@@ -119,7 +119,7 @@ impl Shared {
             }
             // Members beyond minMember that did not fit wait as lone pods.
             for p in unfit {
-                self.requeue_batch(&cycles, &p.key, [policy.name().to_string()]);
+                self.requeue_batch(&cycles, &p.key, [policy.name()]);
                 let message = format!("{}: more members than the group needs", policy.name());
                 self.tell(&cycles, tx, p, message);
             }
@@ -137,7 +137,7 @@ impl Shared {
                 ),
             };
             for p in &jobs[i].pods {
-                self.requeue_batch(&cycles, &p.key, [policy.name().to_string()]);
+                self.requeue_batch(&cycles, &p.key, [policy.name()]);
                 self.tell(&cycles, tx, p.clone(), message.clone());
             }
         }
@@ -171,7 +171,7 @@ impl Shared {
         &self,
         cycles: &BTreeMap<ObjectKey, QueuedPod>,
         key: &ObjectKey,
-        plugins: [String; N],
+        plugins: [&'static str; N],
     ) {
         let cycle = cycles.get(key).map_or(0, |m| m.cycle);
         self.queue

@@ -22,8 +22,8 @@ pub(super) struct Gang {
     pub started: tokio::time::Instant,
 }
 
-fn coscheduling_only() -> BTreeSet<String> {
-    [coscheduling::NAME.to_string()].into()
+fn coscheduling_only() -> BTreeSet<&'static str> {
+    [coscheduling::NAME].into()
 }
 
 impl Shared {
@@ -116,7 +116,7 @@ impl Shared {
         &self,
         cycles: &BTreeMap<ObjectKey, QueuedPod>,
         key: &ObjectKey,
-        plugins: BTreeSet<String>,
+        plugins: BTreeSet<&'static str>,
     ) {
         let cycle = cycles.get(key).map_or(0, |m| m.cycle);
         self.queue
