@@ -63,11 +63,75 @@ impl EventType {
 }
 
 struct Pending {
-    involved: Value,
-    namespace: String,
+    involved: ObjectRef,
     kind: EventType,
     reason: String,
-    message: String,
+    message: Arc<str>,
+}
+
+/// The object an Event is about, as its `involvedObject` names it. A
+/// component that reports often about objects it keeps in its own form
+/// (the scheduler, about every failed attempt) builds this rather than a
+/// JSON object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub kind: String,
+    pub api_version: String,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+}
+
+impl ObjectRef {
+    /// The reference to `obj`.
+    pub fn of(obj: &Value) -> Self {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+        ObjectRef {
+            kind: text(obj.get("kind")),
+            api_version: text(obj.get("apiVersion")),
+            namespace: meta::namespace(obj).to_string(),
+            name: meta::name(obj).to_string(),
+            uid: meta::uid(obj).to_string(),
+            resource_version: meta::resource_version(obj).to_string(),
+        }
+    }
+
+    /// The ObjectReference as an Event holds it, empty fields left out.
+    pub fn to_value(&self) -> Value {
+        let mut r = serde_json::Map::new();
+        for (field, value) in [
+            ("kind", &self.kind),
+            ("namespace", &self.namespace),
+            ("name", &self.name),
+            ("uid", &self.uid),
+            ("apiVersion", &self.api_version),
+            ("resourceVersion", &self.resource_version),
+        ] {
+            if !value.is_empty() {
+                r.insert(field.into(), Value::String(value.clone()));
+            }
+        }
+        Value::Object(r)
+    }
+
+    /// The namespace its Events go to.
+    fn event_namespace(&self) -> &str {
+        match self.namespace.as_str() {
+            "" => "default",
+            ns => ns,
+        }
+    }
+
+    /// What names the object within its namespace for aggregation: its
+    /// uid, or its name when it has none.
+    fn identity(&self) -> &str {
+        if self.uid.is_empty() {
+            &self.name
+        } else {
+            &self.uid
+        }
+    }
 }
 
 /// Cheap to clone; every clone feeds the same writer.
@@ -112,16 +176,24 @@ impl EventRecorder {
 
     /// Records an event about `obj`.
     pub fn record(&self, obj: &Value, kind: EventType, reason: &str, message: impl Into<String>) {
-        let ns = match meta::namespace(obj) {
-            "" => "default",
-            ns => ns,
-        };
+        self.record_ref(ObjectRef::of(obj), kind, reason, Arc::from(message.into()));
+    }
+
+    /// [`record`](Self::record) about the object `involved` names. The
+    /// message is shared, not copied: a scheduler reporting the same
+    /// verdict on thousands of waiting pods keeps one text for them all.
+    pub fn record_ref(
+        &self,
+        involved: ObjectRef,
+        kind: EventType,
+        reason: &str,
+        message: Arc<str>,
+    ) {
         let pending = Pending {
-            involved: object_reference(obj),
-            namespace: ns.to_string(),
+            involved,
             kind,
             reason: reason.to_string(),
-            message: message.into(),
+            message,
         };
         if self.tx.try_send(pending).is_err() {
             tracing::debug!(reason, "event dropped: the recorder is overloaded");
@@ -131,30 +203,37 @@ impl EventRecorder {
 
 /// The ObjectReference an Event points at.
 pub fn object_reference(obj: &Value) -> Value {
-    let mut r = serde_json::Map::new();
-    for (field, value) in [
-        (
-            "kind",
-            obj.get("kind").and_then(Value::as_str).unwrap_or(""),
-        ),
-        ("namespace", meta::namespace(obj)),
-        ("name", meta::name(obj)),
-        ("uid", meta::uid(obj)),
-        (
-            "apiVersion",
-            obj.get("apiVersion").and_then(Value::as_str).unwrap_or(""),
-        ),
-        ("resourceVersion", meta::resource_version(obj)),
-    ] {
-        if !value.is_empty() {
-            r.insert(field.into(), Value::String(value.into()));
-        }
-    }
-    Value::Object(r)
+    ObjectRef::of(obj).to_value()
 }
 
-/// What makes two events "the same" for aggregation.
-type Identity = (String, String, &'static str, String, String);
+/// What makes two events "the same" for aggregation: the namespace, the
+/// object (uid or name), the type, the reason and the message. Shared by
+/// the map of remembered events and the queue that orders them.
+#[derive(Hash, PartialEq, Eq)]
+struct Identity {
+    namespace: String,
+    object: String,
+    kind: &'static str,
+    reason: String,
+    message: Arc<str>,
+}
+
+/// An [`Identity`] borrowed from an event being recorded: a repeat is
+/// looked up without copying its texts. It hashes as the identity does
+/// (a struct's derived hash is its fields' in order, and each text hashes
+/// as a `str`).
+#[derive(Hash)]
+struct IdentityRef<'a>(&'a str, &'a str, &'static str, &'a str, &'a str);
+
+impl hashbrown::Equivalent<Arc<Identity>> for IdentityRef<'_> {
+    fn equivalent(&self, id: &Arc<Identity>) -> bool {
+        self.0 == id.namespace
+            && self.1 == id.object
+            && self.2 == id.kind
+            && self.3 == id.reason
+            && self.4 == &*id.message
+    }
+}
 
 struct Seen {
     name: String,
@@ -195,14 +274,14 @@ struct Writer {
     /// Hashed: only looked up, and a backlog of pods failing in turn keeps
     /// thousands, whose identities share long prefixes (namespace, then
     /// message) that a B-tree compares at every level.
-    seen: hashbrown::HashMap<Identity, Seen>,
+    seen: hashbrown::HashMap<Arc<Identity>, Seen>,
     /// core/v1 only: remembered identities, least recently seen first,
     /// keyed by their `seq`.
-    order: BTreeMap<u64, Identity>,
+    order: BTreeMap<u64, Arc<Identity>>,
     /// events.k8s.io only: one check per remembered identity, by time (then
     /// `seq`, to keep keys unique). A check may find its series observed
     /// since; it is then put back for later.
-    due: BTreeMap<(Instant, u64), Identity>,
+    due: BTreeMap<(Instant, u64), Arc<Identity>>,
     /// Makes event names unique (see [`Writer::write`]).
     sequence: u64,
     /// The last `seq` given.
@@ -303,30 +382,20 @@ impl Writer {
 
     async fn write(&mut self, p: Pending) {
         let events = ResourceRef::core("events");
-        let now = meta::format_time(self.clock.now());
-        let object = p
-            .involved
-            .get("uid")
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| p.involved.get("name").and_then(Value::as_str).unwrap_or(""))
-            .to_string();
+        let namespace = p.involved.event_namespace();
+        let object = p.involved.identity();
         // This writer is one source, so the object alone keys its bucket;
         // the events.k8s.io recorder has no spam filter.
         if self.style == EventStyle::Legacy {
-            let spam_key = format!("{}/{object}", p.namespace);
+            let spam_key = format!("{namespace}/{object}");
             if !self.spam.allow(&spam_key, self.clock.instant()) {
                 tracing::debug!(reason = %p.reason, "event dropped by the spam filter");
                 return;
             }
         }
-        let id: Identity = (
-            p.namespace.clone(),
-            object,
-            p.kind.as_str(),
-            p.reason.clone(),
-            p.message.clone(),
-        );
-        if let Some(seen) = self.seen.get_mut(&id) {
+        let key = IdentityRef(namespace, object, p.kind.as_str(), &p.reason, &p.message);
+        if let Some((id, seen)) = self.seen.get_key_value_mut(&key) {
+            let id = id.clone();
             seen.count += 1;
             seen.last_observed = self.clock.now();
             seen.last_seen_at = self.clock.instant();
@@ -347,7 +416,10 @@ impl Writer {
             let (ns, name) = (seen.namespace.clone(), seen.name.clone());
             let body = match self.style {
                 EventStyle::Series => series_patch(seen),
-                EventStyle::Legacy => json!({"count": seen.count, "lastTimestamp": now}),
+                EventStyle::Legacy => json!({
+                    "count": seen.count,
+                    "lastTimestamp": meta::format_time(self.clock.now()),
+                }),
             };
             match self.patch_event(&ns, &name, body).await {
                 Ok(_) => return,
@@ -359,25 +431,31 @@ impl Writer {
                 }
             }
         }
+        let id = Arc::new(Identity {
+            namespace: namespace.to_string(),
+            object: object.to_string(),
+            kind: p.kind.as_str(),
+            reason: p.reason,
+            message: p.message,
+        });
         // Upstream names events `<object>.<unix nanos in hex>`; a sequence
         // number keeps names unique when simulated time stands still.
         self.sequence += 1;
         let nanos = self.clock.now().as_nanosecond() as u128 + self.sequence as u128;
-        let object_name = p
-            .involved
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("event");
+        let object_name = match p.involved.name.as_str() {
+            "" => "event",
+            n => n,
+        };
         let name = format!("{object_name}.{nanos:x}");
-        // The involved object is moved in, not serialized again.
+        let now = meta::format_time(self.clock.now());
         let component = || Value::String(self.component.clone());
         let event = meta::object([
             ("apiVersion", Value::from("v1")),
             ("kind", Value::from("Event")),
-            ("metadata", json!({"name": name, "namespace": p.namespace})),
-            ("involvedObject", p.involved),
-            ("reason", Value::String(p.reason)),
-            ("message", Value::String(p.message)),
+            ("metadata", json!({"name": name, "namespace": id.namespace})),
+            ("involvedObject", p.involved.to_value()),
+            ("reason", Value::String(id.reason.clone())),
+            ("message", Value::String(id.message.to_string())),
             ("source", json!({"component": self.component})),
             ("firstTimestamp", Value::String(now.clone())),
             ("lastTimestamp", Value::String(now)),
@@ -390,7 +468,7 @@ impl Writer {
             .api
             .create(
                 &events,
-                &p.namespace,
+                &id.namespace,
                 event,
                 &WriteOptions::answer_version_only(),
             )
@@ -401,7 +479,7 @@ impl Writer {
                 self.stamps += 1;
                 let seen = Seen {
                     name,
-                    namespace: p.namespace,
+                    namespace: id.namespace.clone(),
                     count: 1,
                     unwritten: false,
                     last_observed: self.clock.now(),
@@ -440,4 +518,57 @@ fn series_patch(seen: &Seen) -> Value {
             "lastObservedTime": meta::format_micro_time(seen.last_observed),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeat_is_found_by_its_borrowed_identity() {
+        let id = Arc::new(Identity {
+            namespace: "default".into(),
+            object: "uid-1".into(),
+            kind: "Warning",
+            reason: "FailedScheduling".into(),
+            message: "0/3 nodes are available".into(),
+        });
+        let mut seen = hashbrown::HashMap::new();
+        seen.insert(id.clone(), 7u32);
+        let same = IdentityRef(
+            "default",
+            "uid-1",
+            "Warning",
+            "FailedScheduling",
+            "0/3 nodes are available",
+        );
+        assert_eq!(seen.get(&same), Some(&7));
+        let other = IdentityRef(
+            "default",
+            "uid-1",
+            "Warning",
+            "FailedScheduling",
+            "0/4 nodes are available",
+        );
+        assert_eq!(seen.get(&other), None);
+        assert_eq!(seen.get(&*id), Some(&7));
+    }
+
+    #[test]
+    fn a_reference_leaves_out_empty_fields() {
+        let pod = json!({"kind": "Pod", "apiVersion": "v1",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "3"}});
+        let r = ObjectRef::of(&pod);
+        assert_eq!(r.event_namespace(), "ns");
+        assert_eq!(r.identity(), "u");
+        assert_eq!(
+            r.to_value(),
+            json!({"kind": "Pod", "namespace": "ns", "name": "p", "uid": "u",
+                "apiVersion": "v1", "resourceVersion": "3"})
+        );
+        let node = ObjectRef::of(&json!({"kind": "Node", "metadata": {"name": "n1"}}));
+        assert_eq!(node.event_namespace(), "default");
+        assert_eq!(node.identity(), "n1");
+        assert_eq!(node.to_value(), json!({"kind": "Node", "name": "n1"}));
+    }
 }

@@ -38,7 +38,7 @@ pub use api::{
 };
 pub use cache::Lazy;
 pub use clock::{Clock, Idle, Lockstep};
-pub use events::{EventRecorder, EventStyle, EventType};
+pub use events::{EventRecorder, EventStyle, EventType, ObjectRef};
 pub use informer::{
     metadata_only, ownership_only, Cache, Change, HandlerId, Informer, Informers, KeyRef, KeyedMap,
     ObjectKey, Shape,

@@ -60,7 +60,9 @@ const KEPT: usize = 32;
 /// What a failed attempt concluded, without a nomination.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
-    pub message: String,
+    /// Shared: a replayed verdict gives every pod that fails alike the
+    /// same text, and the event recorder keeps it once for all of them.
+    pub message: Arc<str>,
     pub plugins: BTreeSet<&'static str>,
 }
 
@@ -98,7 +100,7 @@ pub fn conclude(
         None => post_filter_message(profile, pod, fit),
     };
     let failure = Failure {
-        message: fit.message(&post),
+        message: fit.message(&post).into(),
         plugins: fit.plugins(),
     };
     (nomination, failure)
@@ -213,7 +215,7 @@ impl Failures {
             statuses.extend(verdicts);
             let post = post_filter_message(profile, pod, &memo.fit);
             memo.failure = Failure {
-                message: memo.fit.message(&post),
+                message: memo.fit.message(&post).into(),
                 plugins: memo.fit.plugins(),
             };
         }

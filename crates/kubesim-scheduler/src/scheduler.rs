@@ -10,8 +10,8 @@ use futures::StreamExt;
 use kubesim_core::meta;
 use kubesim_core::patch::PatchType;
 use kubesim_runtime::{
-    Api, Change, Clock, DeleteOptions, EventRecorder, EventType, Informers, ResourceRef, Rng,
-    WriteOptions,
+    Api, Change, Clock, DeleteOptions, EventRecorder, EventType, Informers, ObjectRef, ResourceRef,
+    Rng, WriteOptions,
 };
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -50,7 +50,8 @@ enum Job {
     },
     Failed {
         pod: Arc<PodInfo>,
-        message: String,
+        /// Shared by the pods that fail alike (see `Failure::message`).
+        message: Arc<str>,
         nomination: Option<Nomination>,
     },
 }
@@ -93,22 +94,17 @@ fn pods_ref() -> ResourceRef {
     ResourceRef::core("pods")
 }
 
-/// What of the pod an event's involved object reads (list items carry no
-/// kind), without copying the whole pod for every scheduling attempt.
-/// What the event recorder needs of a pod to name it in an Event (see
-/// `events::object_reference`, which leaves out empty fields).
-fn as_pod_object(pod: &PodInfo) -> Value {
-    let metadata = meta::object([
-        ("name", Value::from(pod.name())),
-        ("namespace", Value::from(pod.namespace())),
-        ("uid", Value::from(pod.uid.as_str())),
-        ("resourceVersion", Value::from(&*pod.pod.resource_version)),
-    ]);
-    meta::object([
-        ("kind", Value::from("Pod")),
-        ("apiVersion", Value::from("v1")),
-        ("metadata", metadata),
-    ])
+/// The pod as an Event names it, built from what the scheduler keeps of
+/// it rather than from a copy of the pod at every attempt.
+fn pod_ref(pod: &PodInfo) -> ObjectRef {
+    ObjectRef {
+        kind: "Pod".into(),
+        api_version: "v1".into(),
+        namespace: pod.namespace().to_string(),
+        name: pod.name().to_string(),
+        uid: pod.uid.clone(),
+        resource_version: pod.pod.resource_version.to_string(),
+    }
 }
 
 fn is_assigned(pod: &Value) -> bool {
@@ -427,11 +423,11 @@ impl Shared {
                 tracing::warn!(pod = %pod.key, error = %e, "scheduling failed");
                 self.queue
                     .with(|q, now| q.requeue_backoff(pod.clone(), qp.attempts, now));
-                self.recorder.record(
-                    &as_pod_object(&pod),
+                self.recorder.record_ref(
+                    pod_ref(&pod),
                     EventType::Warning,
                     "FailedScheduling",
-                    e,
+                    e.into(),
                 );
             }
         }
@@ -516,15 +512,16 @@ impl Shared {
             .await;
         match res {
             Ok(_) => {
-                self.recorder.record(
-                    &as_pod_object(&pod),
+                self.recorder.record_ref(
+                    pod_ref(&pod),
                     EventType::Normal,
                     "Scheduled",
                     format!(
                         "Successfully assigned {}/{} to {node}",
                         pod.namespace(),
                         pod.name()
-                    ),
+                    )
+                    .into(),
                 );
                 true
             }
@@ -536,11 +533,11 @@ impl Shared {
                     return false;
                 }
                 tracing::warn!(pod = %pod.key, error = %e.message, "binding failed");
-                self.recorder.record(
-                    &as_pod_object(&pod),
+                self.recorder.record_ref(
+                    pod_ref(&pod),
                     EventType::Warning,
                     "FailedScheduling",
-                    format!("Binding rejected: {}", e.message),
+                    format!("Binding rejected: {}", e.message).into(),
                 );
                 self.queue
                     .with(|q, now| q.requeue_backoff(pod.clone(), attempts, now));
@@ -549,20 +546,20 @@ impl Shared {
         }
     }
 
-    async fn failed(&self, pod: Arc<PodInfo>, message: String, nomination: Option<Nomination>) {
-        self.recorder.record(
-            &as_pod_object(&pod),
+    async fn failed(&self, pod: Arc<PodInfo>, message: Arc<str>, nomination: Option<Nomination>) {
+        self.recorder.record_ref(
+            pod_ref(&pod),
             EventType::Warning,
             "FailedScheduling",
             message.clone(),
         );
         if let Some(n) = &nomination {
             for v in &n.victims {
-                self.recorder.record(
-                    &as_pod_object(v),
+                self.recorder.record_ref(
+                    pod_ref(v),
                     EventType::Normal,
                     "Preempted",
-                    format!("Preempted by pod {} on node {}", pod.uid, n.node),
+                    format!("Preempted by pod {} on node {}", pod.uid, n.node).into(),
                 );
                 if let Err(e) = self
                     .api
@@ -599,7 +596,7 @@ impl Shared {
             "type": "PodScheduled",
             "status": "False",
             "reason": "Unschedulable",
-            "message": message,
+            "message": &*message,
             "lastProbeTime": null,
             "lastTransitionTime": meta::format_time(self.clock.now()),
         }]});

@@ -193,7 +193,7 @@ impl Shared {
         }
         let _ = tx.send(Job::Failed {
             pod,
-            message,
+            message: message.into(),
             nomination: None,
         });
     }

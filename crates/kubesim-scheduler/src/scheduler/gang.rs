@@ -4,6 +4,7 @@
 //! only if enough fit (see [`crate::coscheduling`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use kubesim_runtime::ObjectKey;
 use tokio::sync::mpsc;
@@ -52,7 +53,7 @@ impl Shared {
             });
             let _ = tx.send(Job::Failed {
                 pod: qp.info,
-                message,
+                message: message.into(),
                 nomination: None,
             });
             return;
@@ -89,7 +90,7 @@ impl Shared {
                 self.requeue(&cycles, &u.pod.key, u.plugins);
                 let _ = tx.send(Job::Failed {
                     pod: u.pod,
-                    message: u.message,
+                    message: u.message.into(),
                     nomination: None,
                 });
             }
@@ -102,6 +103,7 @@ impl Shared {
         for u in &out.unfit {
             plugins.extend(u.plugins.iter().cloned());
         }
+        let message: Arc<str> = message.into();
         for pod in pods {
             self.requeue(&cycles, &pod.key, plugins.clone());
             let _ = tx.send(Job::Failed {
