@@ -201,11 +201,6 @@ impl EventRecorder {
     }
 }
 
-/// The ObjectReference an Event points at.
-pub fn object_reference(obj: &Value) -> Value {
-    ObjectRef::of(obj).to_value()
-}
-
 /// What makes two events "the same" for aggregation: the namespace, the
 /// object (uid or name), the type, the reason and the message. Shared by
 /// the map of remembered events and the queue that orders them.
