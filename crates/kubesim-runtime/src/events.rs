@@ -7,6 +7,7 @@
 //! never waits for an event, and under overload events are dropped, not
 //! queued without limit.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,7 +66,7 @@ impl EventType {
 struct Pending {
     involved: ObjectRef,
     kind: EventType,
-    reason: String,
+    reason: Cow<'static, str>,
     message: Arc<str>,
 }
 
@@ -75,8 +76,9 @@ struct Pending {
 /// JSON object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ObjectRef {
-    pub kind: String,
-    pub api_version: String,
+    /// Fixed texts for a component that names one kind ("Pod", "v1").
+    pub kind: Cow<'static, str>,
+    pub api_version: Cow<'static, str>,
     pub namespace: String,
     pub name: String,
     pub uid: String,
@@ -88,8 +90,8 @@ impl ObjectRef {
     pub fn of(obj: &Value) -> Self {
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         ObjectRef {
-            kind: text(obj.get("kind")),
-            api_version: text(obj.get("apiVersion")),
+            kind: text(obj.get("kind")).into(),
+            api_version: text(obj.get("apiVersion")).into(),
             namespace: meta::namespace(obj).to_string(),
             name: meta::name(obj).to_string(),
             uid: meta::uid(obj).to_string(),
@@ -101,15 +103,15 @@ impl ObjectRef {
     pub fn to_value(&self) -> Value {
         let mut r = serde_json::Map::new();
         for (field, value) in [
-            ("kind", &self.kind),
+            ("kind", &*self.kind),
             ("namespace", &self.namespace),
             ("name", &self.name),
             ("uid", &self.uid),
-            ("apiVersion", &self.api_version),
+            ("apiVersion", &*self.api_version),
             ("resourceVersion", &self.resource_version),
         ] {
             if !value.is_empty() {
-                r.insert(field.into(), Value::String(value.clone()));
+                r.insert(field.into(), Value::from(value));
             }
         }
         Value::Object(r)
@@ -175,7 +177,13 @@ impl EventRecorder {
     }
 
     /// Records an event about `obj`.
-    pub fn record(&self, obj: &Value, kind: EventType, reason: &str, message: impl Into<String>) {
+    pub fn record(
+        &self,
+        obj: &Value,
+        kind: EventType,
+        reason: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+    ) {
         self.record_ref(ObjectRef::of(obj), kind, reason, Arc::from(message.into()));
     }
 
@@ -186,17 +194,22 @@ impl EventRecorder {
         &self,
         involved: ObjectRef,
         kind: EventType,
-        reason: &str,
+        reason: impl Into<Cow<'static, str>>,
         message: Arc<str>,
     ) {
         let pending = Pending {
             involved,
             kind,
-            reason: reason.to_string(),
+            reason: reason.into(),
             message,
         };
-        if self.tx.try_send(pending).is_err() {
-            tracing::debug!(reason, "event dropped: the recorder is overloaded");
+        if let Err(e) = self.tx.try_send(pending) {
+            let reason = match &e {
+                mpsc::error::TrySendError::Full(p) | mpsc::error::TrySendError::Closed(p) => {
+                    &p.reason
+                }
+            };
+            tracing::debug!(%reason, "event dropped: the recorder is overloaded");
         }
     }
 }
@@ -209,7 +222,7 @@ struct Identity {
     namespace: String,
     object: String,
     kind: &'static str,
-    reason: String,
+    reason: Cow<'static, str>,
     message: Arc<str>,
 }
 
@@ -230,9 +243,10 @@ impl hashbrown::Equivalent<Arc<Identity>> for IdentityRef<'_> {
     }
 }
 
+/// What the writer remembers of an event; its namespace is its
+/// identity's.
 struct Seen {
     name: String,
-    namespace: String,
     count: u64,
     /// Series only: repeats counted but not yet written.
     unwritten: bool,
@@ -331,11 +345,7 @@ impl Writer {
             let write = seen.unwritten.then(|| {
                 seen.unwritten = false;
                 seen.written_at = now;
-                (
-                    seen.namespace.clone(),
-                    seen.name.clone(),
-                    series_patch(seen),
-                )
+                (id.namespace.clone(), seen.name.clone(), series_patch(seen))
             });
             if now >= seen.last_seen_at + SERIES_FINISH {
                 self.forget(&id);
@@ -408,7 +418,7 @@ impl Writer {
                 return;
             }
             seen.written_at = seen.last_seen_at;
-            let (ns, name) = (seen.namespace.clone(), seen.name.clone());
+            let (ns, name) = (id.namespace.clone(), seen.name.clone());
             let body = match self.style {
                 EventStyle::Series => series_patch(seen),
                 EventStyle::Legacy => json!({
@@ -449,7 +459,7 @@ impl Writer {
             ("kind", Value::from("Event")),
             ("metadata", json!({"name": name, "namespace": id.namespace})),
             ("involvedObject", p.involved.to_value()),
-            ("reason", Value::String(id.reason.clone())),
+            ("reason", Value::from(&*id.reason)),
             ("message", Value::String(id.message.to_string())),
             ("source", json!({"component": self.component})),
             ("firstTimestamp", Value::String(now.clone())),
@@ -474,7 +484,6 @@ impl Writer {
                 self.stamps += 1;
                 let seen = Seen {
                     name,
-                    namespace: id.namespace.clone(),
                     count: 1,
                     unwritten: false,
                     last_observed: self.clock.now(),

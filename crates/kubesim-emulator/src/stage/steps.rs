@@ -83,7 +83,7 @@ impl Steps<'_> {
                         EventType::Normal
                     };
                     self.recorder
-                        .record(&current, kind, &e.reason, e.message.clone());
+                        .record(&current, kind, e.reason.clone(), e.message.clone());
                 }
                 _ if deleted => {}
                 Step::Finalizers { add, remove, empty } => {

@@ -70,7 +70,7 @@ pub async fn run(
     // is not reported again whenever another object changes.
     let mut reported: BTreeMap<String, String> = BTreeMap::new();
     loop {
-        let mut report = |obj: &serde_json::Value, reason: &str, err: String| {
+        let mut report = |obj: &serde_json::Value, reason: &'static str, err: String| {
             let uid = meta::uid(obj).to_string();
             if reported.get(&uid) == Some(&err) {
                 return;
