@@ -249,7 +249,7 @@ impl Algorithm {
             });
         }
 
-        let mut skip_score: Vec<&str> = Vec::new();
+        let mut skip_score: Vec<&'static str> = Vec::new();
         for p in &profile.pre_score {
             let s = p.pre_score(&mut state, pod, snap, &feasible);
             match s.code {
@@ -262,7 +262,7 @@ impl Algorithm {
             }
         }
         for name in &skip_score {
-            state.skip_score.insert(name.to_string());
+            state.skip_score.insert(name);
         }
         let mut totals = vec![0i64; found];
         let mut scores = vec![0i64; found];

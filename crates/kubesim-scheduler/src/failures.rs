@@ -26,7 +26,7 @@
 //!
 //! Otherwise, or when a changed node now fits, the attempt runs in full.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -38,7 +38,7 @@ use crate::plugins::{
 };
 use crate::preemption;
 use crate::profile::Profile;
-use crate::queue::Nominated;
+use crate::queue::{Nominated, Rejecting};
 
 /// Filter plugins whose verdict on a node reads only that node (its
 /// object, its pods' requests and ports, the pods nominated to it) and the
@@ -63,7 +63,7 @@ pub struct Failure {
     /// Shared: a replayed verdict gives every pod that fails alike the
     /// same text, and the event recorder keeps it once for all of them.
     pub message: Arc<str>,
-    pub plugins: BTreeSet<&'static str>,
+    pub plugins: Rejecting,
 }
 
 struct Memo {
@@ -101,7 +101,7 @@ pub fn conclude(
     };
     let failure = Failure {
         message: fit.message(&post).into(),
-        plugins: fit.plugins(),
+        plugins: fit.plugins().into(),
     };
     (nomination, failure)
 }
@@ -137,7 +137,7 @@ pub fn shape(profile: &Profile, pod: &PodInfo) -> Option<Shape> {
 
 /// A [`shape`]: the profile's name, and the pod's own part, shared with
 /// the pod (no copy of its spec per attempt).
-pub type Shape = (String, Arc<str>);
+pub type Shape = (Arc<str>, Arc<str>);
 
 /// The pod's own part of [`shape`]: its priority and cut spec, or None
 /// when its affinity or volumes make its verdict depend on other pods.
@@ -216,7 +216,7 @@ impl Failures {
             let post = post_filter_message(profile, pod, &memo.fit);
             memo.failure = Failure {
                 message: memo.fit.message(&post).into(),
-                plugins: memo.fit.plugins(),
+                plugins: memo.fit.plugins().into(),
             };
         }
         Some(memo.failure.clone())

@@ -333,21 +333,43 @@ impl Status {
 }
 
 /// Per-cycle scratch space, where a plugin's PreFilter/PreScore leaves
-/// what its Filter/Score reads. Keyed by plugin name.
+/// what its Filter/Score reads. Keyed by the plugin's static name and kept
+/// in a short list: a cycle writes a handful of entries, and every attempt
+/// (hundreds of thousands a simulated hour under a backlog) builds one.
 #[derive(Default)]
 pub struct CycleState {
-    data: BTreeMap<String, Arc<dyn Any + Send + Sync>>,
+    data: Vec<(&'static str, Arc<dyn Any + Send + Sync>)>,
     /// Plugins whose PreFilter/PreScore returned Skip this cycle.
-    pub skip_filter: BTreeSet<String>,
-    pub skip_score: BTreeSet<String>,
+    pub skip_filter: Names,
+    pub skip_score: Names,
+}
+
+/// A few plugin names, each once.
+#[derive(Default, Clone, Debug)]
+pub struct Names(Vec<&'static str>);
+
+impl Names {
+    pub fn insert(&mut self, name: &'static str) {
+        if !self.contains(name) {
+            self.0.push(name);
+        }
+    }
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains(&name)
+    }
 }
 
 impl CycleState {
-    pub fn write<T: Any + Send + Sync>(&mut self, key: &str, value: T) {
-        self.data.insert(key.to_string(), Arc::new(value));
+    pub fn write<T: Any + Send + Sync>(&mut self, key: &'static str, value: T) {
+        let value: Arc<dyn Any + Send + Sync> = Arc::new(value);
+        match self.data.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => *v = value,
+            None => self.data.push((key, value)),
+        }
     }
     pub fn read<T: Any + Send + Sync>(&self, key: &str) -> Option<&T> {
-        self.data.get(key)?.downcast_ref::<T>()
+        let (_, v) = self.data.iter().find(|(k, _)| *k == key)?;
+        v.downcast_ref::<T>()
     }
     /// A copy sharing the stored values (preemption evaluates candidates on
     /// copies).

@@ -20,7 +20,7 @@ use crate::plugins::{post_filter_registry, registry};
 type Weighted = Vec<(Arc<dyn Plugin>, i64)>;
 
 pub struct Profile {
-    pub name: String,
+    pub name: Arc<str>,
     pub percentage_of_nodes_to_score: Option<u32>,
     pub pre_filter: Vec<Arc<dyn Plugin>>,
     pub filter: Vec<Arc<dyn Plugin>>,
@@ -160,7 +160,7 @@ impl Profile {
             }
         }
         Ok(Profile {
-            name: cfg.scheduler_name.clone(),
+            name: cfg.scheduler_name.as_str().into(),
             percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score,
             filter: lists["filter"].iter().map(|(p, _)| p.clone()).collect(),
             score: lists["score"].clone(),
@@ -184,7 +184,7 @@ impl Profile {
             match s.code {
                 Code::Success => {}
                 Code::Skip => {
-                    state.skip_filter.insert(p.name().to_string());
+                    state.skip_filter.insert(p.name());
                 }
                 _ => {
                     s.plugin = p.name();

@@ -66,7 +66,7 @@ struct Entry {
     seq: u64,
     place: Place,
     /// The plugins that rejected the pod in its last attempt.
-    plugins: BTreeSet<&'static str>,
+    plugins: Rejecting,
 }
 
 /// A pod handed to the scheduling loop.
@@ -83,6 +83,11 @@ pub struct QueuedPod {
 
 type ActiveKey = (Reverse<i32>, Instant, u64);
 
+/// The plugins that rejected a pod in its last attempt, which decide the
+/// events that may help it; shared by the pods that failed alike, as a
+/// replayed verdict hands every retry the same set.
+pub type Rejecting = Arc<BTreeSet<&'static str>>;
+
 /// Nominated pods by node, then by key.
 pub type Nominated = BTreeMap<String, BTreeMap<ObjectKey, Arc<PodInfo>>>;
 
@@ -91,9 +96,13 @@ pub struct Queue {
     /// moves, with a backlog of tens of thousands at saturation; the only
     /// walk over it ([`take_where`](Self::take_where)) sorts what it takes.
     pods: KeyedMap<Entry>,
-    active: BTreeMap<ActiveKey, ObjectKey>,
-    backoff: BTreeSet<(Instant, u64, ObjectKey)>,
-    unschedulable: BTreeSet<(Instant, u64, ObjectKey)>,
+    /// The three waiting places hold the pod itself, found by its
+    /// position alone (the sequence number is unique): a pod moves
+    /// between them on every attempt and every event that may help it,
+    /// and a key of two strings would be copied at each move.
+    active: BTreeMap<ActiveKey, Arc<PodInfo>>,
+    backoff: BTreeMap<(Instant, u64), Arc<PodInfo>>,
+    unschedulable: BTreeMap<(Instant, u64), Arc<PodInfo>>,
     seq: u64,
     cycle: u64,
     /// The cycle during which the last cluster event arrived: a pod that
@@ -127,8 +136,8 @@ impl Queue {
         Queue {
             pods: KeyedMap::new(),
             active: BTreeMap::new(),
-            backoff: BTreeSet::new(),
-            unschedulable: BTreeSet::new(),
+            backoff: BTreeMap::new(),
+            unschedulable: BTreeMap::new(),
             seq: 0,
             cycle: 0,
             move_request_cycle: 0,
@@ -327,10 +336,10 @@ impl Queue {
             }
             Place::Backoff => {
                 let at = ts + self.backoff_duration(e.attempts);
-                self.backoff.remove(&(at, seq, key.clone()));
+                self.backoff.remove(&(at, seq));
             }
             Place::Unschedulable => {
-                self.unschedulable.remove(&(ts, seq, key.clone()));
+                self.unschedulable.remove(&(ts, seq));
             }
             Place::InFlight | Place::Gated => {}
         }
@@ -351,14 +360,15 @@ impl Queue {
         match place {
             Place::Active => {
                 self.active
-                    .insert((Reverse(e.info.priority), e.timestamp, seq), key.clone());
+                    .insert((Reverse(e.info.priority), e.timestamp, seq), e.info.clone());
             }
             Place::Backoff => {
                 self.backoff
-                    .insert((e.timestamp + backoff, seq, key.clone()));
+                    .insert((e.timestamp + backoff, seq), e.info.clone());
             }
             Place::Unschedulable => {
-                self.unschedulable.insert((e.timestamp, seq, key.clone()));
+                self.unschedulable
+                    .insert((e.timestamp, seq), e.info.clone());
             }
             Place::InFlight | Place::Gated => {}
         }
@@ -393,7 +403,7 @@ impl Queue {
                         queued: now,
                         seq: 0,
                         place: Place::Gated,
-                        plugins: BTreeSet::new(),
+                        plugins: Rejecting::default(),
                     },
                 );
                 if !is_gated {
@@ -446,29 +456,29 @@ impl Queue {
     /// Moves expired backoffs to active, and pods unschedulable for longer
     /// than [`MAX_UNSCHEDULABLE`] to active (or backoff).
     pub fn flush(&mut self, now: Instant) {
-        while let Some((at, _, key)) = self.backoff.first().cloned() {
-            if at > now {
+        while let Some(first) = self.backoff.first_entry() {
+            if first.key().0 > now {
                 break;
             }
-            self.backoff.pop_first();
-            self.put(&key, Place::Active);
+            let info = first.remove();
+            self.put(&info.key, Place::Active);
         }
-        while let Some((since, _, key)) = self.unschedulable.first().cloned() {
-            if since + MAX_UNSCHEDULABLE > now {
+        while let Some(first) = self.unschedulable.first_entry() {
+            if first.key().0 + MAX_UNSCHEDULABLE > now {
                 break;
             }
-            self.unschedulable.pop_first();
-            self.activate(&key, now);
+            let info = first.remove();
+            self.activate(&info.key, now);
         }
     }
 
     /// When [`flush`](Self::flush) next has something to do.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        let b = self.backoff.first().map(|(at, _, _)| *at);
+        let b = self.backoff.first_key_value().map(|((at, _), _)| *at);
         let u = self
             .unschedulable
-            .first()
-            .map(|(since, _, _)| *since + MAX_UNSCHEDULABLE);
+            .first_key_value()
+            .map(|((since, _), _)| *since + MAX_UNSCHEDULABLE);
         match (b, u) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -478,9 +488,9 @@ impl Queue {
     /// The next pod to schedule, after flushing.
     pub fn pop(&mut self, now: Instant) -> Option<QueuedPod> {
         self.flush(now);
-        let (_, key) = self.active.pop_first()?;
+        let (_, info) = self.active.pop_first()?;
         self.cycle += 1;
-        self.take_for_cycle(&key)
+        self.take_for_cycle(&info.key)
     }
 
     /// The pod was placed (assumed): the queue forgets it. A failed
@@ -504,7 +514,7 @@ impl Queue {
         &mut self,
         key: &ObjectKey,
         cycle: u64,
-        plugins: BTreeSet<&'static str>,
+        plugins: Rejecting,
         now: Instant,
     ) {
         let move_cycle = self.move_request_cycle;
@@ -538,7 +548,7 @@ impl Queue {
             queued: now,
             seq: 0,
             place: Place::InFlight,
-            plugins: BTreeSet::new(),
+            plugins: Rejecting::default(),
         });
         e.timestamp = now;
         e.attempts = e.attempts.max(attempts).max(1);
@@ -548,28 +558,25 @@ impl Queue {
     /// Retries the unschedulable pods `event` may help.
     pub fn move_on(&mut self, event: ClusterEvent, now: Instant) {
         self.move_request_cycle = self.cycle;
-        let keys: Vec<ObjectKey> = self
-            .unschedulable
-            .iter()
-            .map(|(_, _, k)| k.clone())
-            .collect();
-        for key in keys {
+        let waiting: Vec<Arc<PodInfo>> = self.unschedulable.values().cloned().collect();
+        for info in waiting {
+            let key = &info.key;
             // A pod waiting only for the rest of its PodGroup is helped by
             // new members, which take it along, not by the cluster.
-            let waits_for_group = self.pods.get(&key).is_some_and(|e| {
-                e.plugins.len() == 1 && e.plugins.contains(crate::coscheduling::NAME)
+            let helps = self.pods.get(key).is_some_and(|e| {
+                let waits_for_group =
+                    e.plugins.len() == 1 && e.plugins.contains(crate::coscheduling::NAME);
+                !waits_for_group
+                    && match event {
+                        ClusterEvent::AssignedPodChange | ClusterEvent::Other => {
+                            e.plugins.iter().any(|p| POD_SENSITIVE.contains(p))
+                        }
+                        _ => true,
+                    }
             });
-            let helps = !waits_for_group
-                && match event {
-                    ClusterEvent::AssignedPodChange | ClusterEvent::Other => self
-                        .pods
-                        .get(&key)
-                        .is_some_and(|e| e.plugins.iter().any(|p| POD_SENSITIVE.contains(p))),
-                    _ => true,
-                };
             if helps {
-                self.unlink(&key);
-                self.activate(&key, now);
+                self.unlink(key);
+                self.activate(key, now);
             }
         }
     }
@@ -718,7 +725,7 @@ mod tests {
             q.add_or_update(pod("p", 0), t0);
             let p = q.pop(t0).unwrap();
             // The event happens in a later cycle than the failure.
-            q.requeue_unschedulable(&key("p"), p.cycle, [plugin].into(), t0);
+            q.requeue_unschedulable(&key("p"), p.cycle, Arc::new([plugin].into()), t0);
             assert_eq!(q.place(&key("p")), Some(Place::Unschedulable));
             q.add_or_update(pod("other", 0), t0);
             let o = q.pop(t0).unwrap();
@@ -741,7 +748,7 @@ mod tests {
         let mut q = Queue::default();
         q.add_or_update(pod("p", 0), t0);
         let p = q.pop(t0).unwrap();
-        q.requeue_unschedulable(&key("p"), p.cycle, BTreeSet::new(), t0);
+        q.requeue_unschedulable(&key("p"), p.cycle, Rejecting::default(), t0);
         q.add_or_update(pod("x", 0), t0);
         q.pop(t0);
         q.move_on(ClusterEvent::NodeAdd, t0 + Duration::from_millis(500));
@@ -757,7 +764,7 @@ mod tests {
         q.add_or_update(pod("p", 0), t0);
         let p = q.pop(t0).unwrap();
         q.move_on(ClusterEvent::NodeAdd, t0);
-        q.requeue_unschedulable(&key("p"), p.cycle, BTreeSet::new(), t0);
+        q.requeue_unschedulable(&key("p"), p.cycle, Rejecting::default(), t0);
         assert_eq!(q.place(&key("p")), Some(Place::Backoff));
     }
 
@@ -767,7 +774,7 @@ mod tests {
         let mut q = Queue::default();
         q.add_or_update(pod("p", 0), t0);
         let p = q.pop(t0).unwrap();
-        q.requeue_unschedulable(&key("p"), p.cycle, BTreeSet::new(), t0);
+        q.requeue_unschedulable(&key("p"), p.cycle, Rejecting::default(), t0);
         assert_eq!(q.next_wakeup(), Some(t0 + MAX_UNSCHEDULABLE));
         assert!(q.pop(t0 + Duration::from_secs(299)).is_none());
         assert!(q.pop(t0 + Duration::from_secs(300)).is_some());

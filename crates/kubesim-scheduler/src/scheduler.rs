@@ -46,7 +46,7 @@ enum Job {
         /// When the pod first entered the queue (its SLI's start).
         queued: tokio::time::Instant,
         /// The profile that placed it, for the metrics' labels.
-        profile: String,
+        profile: Arc<str>,
     },
     Failed {
         pod: Arc<PodInfo>,

@@ -35,7 +35,7 @@ impl Shared {
         let mut taken = vec![qp];
         taken.extend(
             self.queue
-                .with(|q, _| q.take_where(|p| p.scheduler_name() == name)),
+                .with(|q, _| q.take_where(|p| p.scheduler_name() == &*name)),
         );
         let cycles: BTreeMap<ObjectKey, QueuedPod> = taken
             .iter()
@@ -174,8 +174,9 @@ impl Shared {
         plugins: [&'static str; N],
     ) {
         let cycle = cycles.get(key).map_or(0, |m| m.cycle);
-        self.queue
-            .with(|q, now| q.requeue_unschedulable(key, cycle, plugins.into_iter().collect(), now));
+        self.queue.with(|q, now| {
+            q.requeue_unschedulable(key, cycle, Arc::new(plugins.into_iter().collect()), now)
+        });
     }
 
     /// Reports why `pod` waits, the first time it does (a waiting job is

@@ -49,7 +49,7 @@ impl Shared {
             let message = coscheduling::too_few_message(&qp.info, pending + bound, min);
             tracing::debug!(pod = %qp.info.key, %message, "waiting for the pod group");
             self.queue.with(|q, now| {
-                q.requeue_unschedulable(&qp.info.key, qp.cycle, coscheduling_only(), now)
+                q.requeue_unschedulable(&qp.info.key, qp.cycle, coscheduling_only().into(), now)
             });
             let _ = tx.send(Job::Failed {
                 pod: qp.info,
@@ -122,6 +122,6 @@ impl Shared {
     ) {
         let cycle = cycles.get(key).map_or(0, |m| m.cycle);
         self.queue
-            .with(|q, now| q.requeue_unschedulable(key, cycle, plugins, now));
+            .with(|q, now| q.requeue_unschedulable(key, cycle, plugins.into(), now));
     }
 }

@@ -193,7 +193,7 @@ impl Filters for TestFilters {
             match s.code {
                 Code::Success => {}
                 Code::Skip => {
-                    state.skip_filter.insert(p.name().to_string());
+                    state.skip_filter.insert(p.name());
                 }
                 _ => return Err(s),
             }
