@@ -204,11 +204,7 @@ impl EventRecorder {
             message,
         };
         if let Err(e) = self.tx.try_send(pending) {
-            let reason = match &e {
-                mpsc::error::TrySendError::Full(p) | mpsc::error::TrySendError::Closed(p) => {
-                    &p.reason
-                }
-            };
+            let reason = e.into_inner().reason;
             tracing::debug!(%reason, "event dropped: the recorder is overloaded");
         }
     }

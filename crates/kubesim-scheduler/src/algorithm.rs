@@ -249,25 +249,20 @@ impl Algorithm {
             });
         }
 
-        let mut skip_score: Vec<&'static str> = Vec::new();
         for p in &profile.pre_score {
             let s = p.pre_score(&mut state, pod, snap, &feasible);
             match s.code {
                 Code::Success => {}
-                Code::Skip => skip_score.push(p.name()),
                 Code::Error => return Err(ScheduleError::Internal(s.reasons.join(", "))),
-                // A PreScore has no say on feasibility; anything else is a
-                // plugin bug and the plugin is left out.
-                _ => skip_score.push(p.name()),
+                // Skip, or, since a PreScore has no say on feasibility,
+                // anything else (a plugin bug): the plugin is left out.
+                _ => state.skip_score.insert(p.name()),
             }
-        }
-        for name in &skip_score {
-            state.skip_score.insert(name);
         }
         let mut totals = vec![0i64; found];
         let mut scores = vec![0i64; found];
         for (p, weight) in &profile.score {
-            if skip_score.contains(&p.name()) {
+            if state.skip_score.contains(p.name()) {
                 continue;
             }
             for (s, node) in scores.iter_mut().zip(&feasible) {

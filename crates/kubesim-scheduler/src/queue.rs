@@ -88,6 +88,12 @@ type ActiveKey = (Reverse<i32>, Instant, u64);
 /// replayed verdict hands every retry the same set.
 pub type Rejecting = Arc<BTreeSet<&'static str>>;
 
+/// The empty [`Rejecting`] of a pod not yet tried, one for all of them.
+fn untried() -> Rejecting {
+    static NONE: std::sync::LazyLock<Rejecting> = std::sync::LazyLock::new(Rejecting::default);
+    NONE.clone()
+}
+
 /// Nominated pods by node, then by key.
 pub type Nominated = BTreeMap<String, BTreeMap<ObjectKey, Arc<PodInfo>>>;
 
@@ -403,7 +409,7 @@ impl Queue {
                         queued: now,
                         seq: 0,
                         place: Place::Gated,
-                        plugins: Rejecting::default(),
+                        plugins: untried(),
                     },
                 );
                 if !is_gated {
@@ -548,7 +554,7 @@ impl Queue {
             queued: now,
             seq: 0,
             place: Place::InFlight,
-            plugins: Rejecting::default(),
+            plugins: untried(),
         });
         e.timestamp = now;
         e.attempts = e.attempts.max(attempts).max(1);
@@ -558,26 +564,28 @@ impl Queue {
     /// Retries the unschedulable pods `event` may help.
     pub fn move_on(&mut self, event: ClusterEvent, now: Instant) {
         self.move_request_cycle = self.cycle;
-        let waiting: Vec<Arc<PodInfo>> = self.unschedulable.values().cloned().collect();
-        for info in waiting {
-            let key = &info.key;
+        let helps = |e: &Entry| {
             // A pod waiting only for the rest of its PodGroup is helped by
             // new members, which take it along, not by the cluster.
-            let helps = self.pods.get(key).is_some_and(|e| {
-                let waits_for_group =
-                    e.plugins.len() == 1 && e.plugins.contains(crate::coscheduling::NAME);
-                !waits_for_group
-                    && match event {
-                        ClusterEvent::AssignedPodChange | ClusterEvent::Other => {
-                            e.plugins.iter().any(|p| POD_SENSITIVE.contains(p))
-                        }
-                        _ => true,
+            let waits_for_group =
+                e.plugins.len() == 1 && e.plugins.contains(crate::coscheduling::NAME);
+            !waits_for_group
+                && match event {
+                    ClusterEvent::AssignedPodChange | ClusterEvent::Other => {
+                        e.plugins.iter().any(|p| POD_SENSITIVE.contains(p))
                     }
-            });
-            if helps {
-                self.unlink(key);
-                self.activate(key, now);
-            }
+                    _ => true,
+                }
+        };
+        let helped: Vec<Arc<PodInfo>> = self
+            .unschedulable
+            .values()
+            .filter(|info| self.pods.get(&info.key).is_some_and(helps))
+            .cloned()
+            .collect();
+        for info in helped {
+            self.unlink(&info.key);
+            self.activate(&info.key, now);
         }
     }
 }

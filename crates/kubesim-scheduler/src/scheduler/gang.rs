@@ -14,7 +14,7 @@ use crate::algorithm::Algorithm;
 use crate::coscheduling::{self, place, PodGroup};
 use crate::framework::Snapshot;
 use crate::profile::Profile;
-use crate::queue::QueuedPod;
+use crate::queue::{QueuedPod, Rejecting};
 
 /// The group a popped pod belongs to.
 pub(super) struct Gang {
@@ -87,7 +87,7 @@ impl Shared {
             }
             // Members beyond minMember that did not fit wait as lone pods.
             for u in out.unfit {
-                self.requeue(&cycles, &u.pod.key, u.plugins);
+                self.requeue(&cycles, &u.pod.key, u.plugins.into());
                 let _ = tx.send(Job::Failed {
                     pod: u.pod,
                     message: u.message.into(),
@@ -103,6 +103,8 @@ impl Shared {
         for u in &out.unfit {
             plugins.extend(u.plugins.iter().cloned());
         }
+        // One set for every member of the group.
+        let plugins: Rejecting = plugins.into();
         let message: Arc<str> = message.into();
         for pod in pods {
             self.requeue(&cycles, &pod.key, plugins.clone());
@@ -118,10 +120,10 @@ impl Shared {
         &self,
         cycles: &BTreeMap<ObjectKey, QueuedPod>,
         key: &ObjectKey,
-        plugins: BTreeSet<&'static str>,
+        plugins: Rejecting,
     ) {
         let cycle = cycles.get(key).map_or(0, |m| m.cycle);
         self.queue
-            .with(|q, now| q.requeue_unschedulable(key, cycle, plugins.into(), now));
+            .with(|q, now| q.requeue_unschedulable(key, cycle, plugins, now));
     }
 }
